@@ -1,0 +1,98 @@
+//! Frame encoder: one outbound message, one compact line, one `\n`.
+//!
+//! There is no way to ask it for `"id": null`: an error whose request id
+//! could not be read has no id member at all, and whether such an error may
+//! be sent is the session's decision (see the gateway's error-reply rules).
+
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::rpc::{ErrorObject, Id};
+
+/// A message the gateway may write to stdout.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outbound {
+    /// A successful response.
+    Response {
+        /// The id of the request it answers.
+        id: Id,
+        /// The result object.
+        result: Value,
+    },
+    /// An error response. `id: None` omits the member (never `null`).
+    Error {
+        /// The id of the request it answers, when it could be read.
+        id: Option<Id>,
+        /// The error.
+        error: ErrorObject,
+    },
+    /// A notification to the client.
+    Notification {
+        /// The method name.
+        method: String,
+        /// The params object, when present.
+        params: Option<Value>,
+    },
+}
+
+/// The encoder refused to produce a frame.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// serde_json failed to serialize the message.
+    #[error("cannot serialize outbound message: {0}")]
+    Serialize(#[from] serde_json::Error),
+    /// The serialized message held a raw newline, which would split it into
+    /// two lines on the wire. Compact serde_json output never does; this is
+    /// the guard that keeps it so.
+    #[error("serialized message contains a raw newline at byte {0}")]
+    RawNewline(usize),
+}
+
+#[derive(Serialize)]
+struct Wire<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Id>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+/// Serialize `message` as one compact line terminated by exactly one `\n`.
+pub fn encode(message: &Outbound) -> Result<Vec<u8>, EncodeError> {
+    let mut wire = Wire {
+        jsonrpc: "2.0",
+        id: None,
+        method: None,
+        params: None,
+        result: None,
+        error: None,
+    };
+    match message {
+        Outbound::Response { id, result } => {
+            wire.id = Some(id);
+            wire.result = Some(result);
+        }
+        Outbound::Error { id, error } => {
+            wire.id = id.as_ref();
+            wire.error = Some(error);
+        }
+        Outbound::Notification { method, params } => {
+            wire.method = Some(method);
+            wire.params = params.as_ref();
+        }
+    }
+    let mut bytes = serde_json::to_vec(&wire)?;
+    if let Some(pos) = memchr::memchr(b'\n', &bytes) {
+        return Err(EncodeError::RawNewline(pos));
+    }
+    bytes.push(b'\n');
+    Ok(bytes)
+}

@@ -1,0 +1,145 @@
+//! The typed failure every stage returns.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::rpc::Id;
+
+/// The pipeline stage at which a frame was refused, in data-flow order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Line splitting: over-long, truncated at end of input, empty.
+    Framing,
+    /// The frame is not valid UTF-8.
+    Utf8,
+    /// The frame is not exactly one strictly valid JSON value.
+    Json,
+    /// The value is not a well-formed JSON-RPC 2.0 message.
+    Rpc,
+    /// The message is not valid MCP for this session (era, lifecycle,
+    /// method, params, id reuse).
+    Mcp,
+    /// Tool arguments do not match the tool's input schema.
+    Schema,
+    /// The call is not authorized (unknown target, host not allowed,
+    /// credential missing).
+    Authz,
+}
+
+impl Stage {
+    /// All stages, in data-flow order.
+    pub const ALL: [Stage; 7] = [
+        Stage::Framing,
+        Stage::Utf8,
+        Stage::Json,
+        Stage::Rpc,
+        Stage::Mcp,
+        Stage::Schema,
+        Stage::Authz,
+    ];
+
+    /// Stable lowercase name used in JSON reports and ledgers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Framing => "framing",
+            Stage::Utf8 => "utf8",
+            Stage::Json => "json",
+            Stage::Rpc => "rpc",
+            Stage::Mcp => "mcp",
+            Stage::Schema => "schema",
+            Stage::Authz => "authz",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// SHA-256 of a frame's bytes, for logs and audit records that must be able
+/// to correlate a rejection without ever holding the bytes themselves.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// Fingerprint of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
+    }
+
+    /// Fingerprint of data that arrived in pieces (an over-long line is
+    /// never held whole, so it is hashed as it streams past).
+    pub fn from_hasher(hasher: Sha256) -> Self {
+        Self(hasher.finalize().into())
+    }
+
+    /// Lowercase hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({})", &self.to_hex()[..16])
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// Why a frame was refused. It never holds the frame: only the stage, the
+/// JSON-RPC code the failure maps to, a reason written by Portcullis (not
+/// echoing input content), the request id when one could be read, and a
+/// fingerprint of the frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Where in the pipeline the frame was refused.
+    pub stage: Stage,
+    /// The JSON-RPC error code this failure maps to.
+    pub code: i64,
+    /// Human-readable reason; never contains argument values.
+    pub reason: String,
+    /// The request id, when the frame got far enough for one to be read.
+    pub id: Option<Id>,
+    /// SHA-256 of the frame's bytes.
+    pub fingerprint: Fingerprint,
+}
+
+impl Rejection {
+    /// A rejection of `frame` at `stage`.
+    pub fn new(stage: Stage, code: i64, reason: impl Into<String>, frame: &[u8]) -> Self {
+        Self {
+            stage,
+            code,
+            reason: reason.into(),
+            id: None,
+            fingerprint: Fingerprint::of(frame),
+        }
+    }
+
+    /// The same rejection, carrying the request id that could be read.
+    pub fn with_id(mut self, id: Option<Id>) -> Self {
+        self.id = id;
+        self
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} stage rejected frame ({}): {}",
+            self.stage, self.code, self.reason
+        )
+    }
+}
+
+impl std::error::Error for Rejection {}

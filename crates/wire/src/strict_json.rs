@@ -1,0 +1,191 @@
+//! Strict JSON: one value per frame under an I-JSON profile (RFC 7493).
+//!
+//! serde_json does the tokenizing; this module supplies the visitors that
+//! make it strict, because its defaults are not:
+//!
+//! - **Duplicate keys** are rejected at every depth. `serde_json::Value`
+//!   silently keeps the last one, also when the key is spelled with escapes
+//!   (`"met\u0068od"`); keys are compared after unescaping here.
+//! - **Depth** is counted by the visitors and refused past the limit before
+//!   recursing further, so no input can exhaust the stack.
+//! - **Trailing content**: exactly one value, then only whitespace
+//!   (`{}{}` is refused; serde_json's `StreamDeserializer` would accept it).
+//! - **Numbers**: integers must lie within ±(2^53−1), the range every I-JSON
+//!   peer reads exactly. Without `arbitrary_precision` serde_json turns
+//!   `18446744073709551616` into a float, so the rule is applied to values:
+//!   any number that is integral and beyond ±(2^53−1) is refused, whatever
+//!   its spelling (`1e22` too). Values that overflow a double (`1e400`) are
+//!   refused by serde_json itself. Fractions such as `0.1` are accepted.
+//! - **Strings**: lone surrogate escapes (`"\ud800"`) and a byte-order mark
+//!   are refused (serde_json refuses both when strings are decoded, which
+//!   these visitors always do).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use crate::codes::PARSE_ERROR;
+use crate::limits::Limits;
+use crate::rejection::{Rejection, Stage};
+
+/// Largest integer magnitude every I-JSON peer can represent exactly.
+pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Parse `text` as exactly one strict JSON value of any type.
+pub fn parse_value(text: &str, limits: &Limits) -> Result<Value, Rejection> {
+    parse_with(text, StrictValue::new(limits.effective_depth()))
+}
+
+/// Run `seed` over the whole of `text`, which must hold one value and
+/// nothing but whitespace after it.
+pub(crate) fn parse_with<'a, S>(text: &'a str, seed: S) -> Result<S::Value, Rejection>
+where
+    S: DeserializeSeed<'a>,
+{
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = seed
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value))
+        .map_err(|err| json_rejection(&err, text.as_bytes()))?;
+    Ok(value)
+}
+
+fn json_rejection(err: &serde_json::Error, frame: &[u8]) -> Rejection {
+    // serde_json's own messages name positions and categories, never input
+    // content; the visitors' messages below are written the same way.
+    Rejection::new(Stage::Json, PARSE_ERROR, err.to_string(), frame)
+}
+
+/// A name from the input, shown in a reason only when it looks like an
+/// identifier; anything else may be data and is withheld.
+pub fn display_name(name: &str) -> Cow<'_, str> {
+    let looks_like_name = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_$./-:@".contains(&b));
+    if looks_like_name {
+        Cow::Owned(format!("\"{name}\""))
+    } else {
+        Cow::Borrowed("(name withheld)")
+    }
+}
+
+/// Seed for any strict JSON value; `remaining` is how many more levels of
+/// arrays or objects may open.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StrictValue {
+    pub(crate) remaining: usize,
+}
+
+impl StrictValue {
+    pub(crate) fn new(remaining: usize) -> Self {
+        Self { remaining }
+    }
+
+    fn child(self) -> Self {
+        Self {
+            remaining: self.remaining - 1,
+        }
+    }
+
+    fn enter<E: de::Error>(self) -> Result<Self, E> {
+        if self.remaining == 0 {
+            Err(E::custom("nesting exceeds the depth limit"))
+        } else {
+            Ok(self.child())
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+pub(crate) fn check_integer<E: de::Error>(v: i128) -> Result<(), E> {
+    if v.unsigned_abs() > MAX_SAFE_INTEGER as u128 {
+        Err(E::custom(
+            "integer beyond ±(2^53−1) cannot be represented exactly",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+pub(crate) fn check_float<E: de::Error>(v: f64) -> Result<Number, E> {
+    if v.fract() == 0.0 && v.abs() > MAX_SAFE_INTEGER as f64 {
+        return Err(E::custom(
+            "integral number beyond ±(2^53−1) cannot be represented exactly",
+        ));
+    }
+    Number::from_f64(v).ok_or_else(|| E::custom("number is not finite"))
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        check_integer(v.into())?;
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        check_integer(v.into())?;
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        check_float(v).map(Value::Number)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let child = self.enter()?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(child)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let child = self.enter()?;
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "duplicate object key {}",
+                    display_name(&key)
+                )));
+            }
+            let value = map.next_value_seed(child)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}

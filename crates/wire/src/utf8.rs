@@ -1,0 +1,16 @@
+//! UTF-8 stage: a frame is text or it is refused. Never decoded lossily.
+
+use crate::codes::PARSE_ERROR;
+use crate::rejection::{Rejection, Stage};
+
+/// Borrow `frame` as text, or reject it at the UTF-8 stage.
+pub fn decode(frame: &[u8]) -> Result<&str, Rejection> {
+    std::str::from_utf8(frame).map_err(|err| {
+        Rejection::new(
+            Stage::Utf8,
+            PARSE_ERROR,
+            format!("invalid UTF-8 at byte {}", err.valid_up_to()),
+            frame,
+        )
+    })
+}

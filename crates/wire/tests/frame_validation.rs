@@ -1,0 +1,383 @@
+//! Every protocol edge of the wire layer, pinned with a readable name.
+
+use portcullis_wire::codes::{INVALID_REQUEST, PARSE_ERROR};
+use portcullis_wire::strict_json::parse_value;
+use portcullis_wire::{
+    FrameEvent, FrameReader, Id, Limits, Rejection, RpcMessage, Stage, parse_message, utf8,
+};
+
+#[derive(Debug, PartialEq)]
+enum Ev {
+    Frame(u64, Vec<u8>),
+    Rejected(u64, Stage, String),
+}
+
+fn split(input: &[u8], max: usize, chunk: usize) -> Vec<Ev> {
+    let mut reader = FrameReader::new(max);
+    let mut out = Vec::new();
+    let mut sink = |line, ev: FrameEvent<'_>| match ev {
+        FrameEvent::Frame(f) => out.push(Ev::Frame(line, f.to_vec())),
+        FrameEvent::Rejected(r) => out.push(Ev::Rejected(line, r.stage, r.reason)),
+    };
+    for piece in input.chunks(chunk.max(1)) {
+        reader.feed(piece, &mut sink);
+    }
+    reader.finish(&mut sink);
+    out
+}
+
+fn message(line: &str) -> Result<RpcMessage<'_>, Rejection> {
+    parse_message(line, &Limits::default())
+}
+
+fn rejected_at(line: &str, stage: Stage) -> Rejection {
+    let r = message(line).expect_err(line);
+    assert_eq!(r.stage, stage, "{line}: {}", r.reason);
+    r
+}
+
+#[test]
+fn frames_split_on_newline_whatever_the_chunking() {
+    let input = b"{\"a\":1}\n{\"b\":2}\r\nxyz\n";
+    let whole = split(input, 64, input.len());
+    for chunk in 1..input.len() {
+        assert_eq!(split(input, 64, chunk), whole, "chunk size {chunk}");
+    }
+    assert_eq!(
+        whole[1],
+        Ev::Frame(2, b"{\"b\":2}".to_vec()),
+        "one trailing CR is stripped"
+    );
+}
+
+#[test]
+fn bytes_after_the_last_newline_are_a_truncated_frame() {
+    let events = split(
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\"",
+        1024,
+        7,
+    );
+    assert!(matches!(events[0], Ev::Frame(1, _)));
+    assert!(matches!(&events[1], Ev::Rejected(2, Stage::Framing, r) if r.contains("truncated")));
+}
+
+#[test]
+fn over_long_line_is_rejected_once_and_the_next_line_survives() {
+    let mut input = vec![b'x'; 100];
+    input.extend_from_slice(b"\nok\n");
+    for chunk in [1, 3, 50, 200] {
+        let events = split(&input, 10, chunk);
+        assert_eq!(events.len(), 2, "chunk {chunk}: {events:?}");
+        assert!(
+            matches!(&events[0], Ev::Rejected(1, Stage::Framing, r) if r.contains("max_frame_bytes"))
+        );
+        assert_eq!(events[1], Ev::Frame(2, b"ok".to_vec()));
+    }
+}
+
+#[test]
+fn over_long_line_is_never_buffered_beyond_the_cap() {
+    let mut reader = FrameReader::new(16);
+    let mut rejections = 0;
+    for _ in 0..10_000 {
+        reader.feed(&[b'a'; 7], |_, ev| {
+            if let FrameEvent::Rejected(_) = ev {
+                rejections += 1
+            }
+        });
+        assert!(reader.buffered() <= 17);
+    }
+    assert_eq!(rejections, 1);
+}
+
+#[test]
+fn frame_of_exactly_the_cap_is_accepted_with_or_without_cr() {
+    assert_eq!(
+        split(b"0123456789\n", 10, 1),
+        vec![Ev::Frame(1, b"0123456789".to_vec())]
+    );
+    assert_eq!(
+        split(b"0123456789\r\n", 10, 1),
+        vec![Ev::Frame(1, b"0123456789".to_vec())]
+    );
+    assert!(matches!(
+        split(b"0123456789a\n", 10, 1)[0],
+        Ev::Rejected(1, Stage::Framing, _)
+    ));
+}
+
+#[test]
+fn over_long_fingerprint_does_not_depend_on_chunking() {
+    let input = [b'q'; 300];
+    let fp = |chunk: usize| {
+        let mut reader = FrameReader::new(20);
+        let mut fps = Vec::new();
+        for piece in input.chunks(chunk) {
+            reader.feed(piece, |_, ev| {
+                if let FrameEvent::Rejected(r) = ev {
+                    fps.push(r.fingerprint)
+                }
+            });
+        }
+        reader.feed(b"\n", |_, _| {});
+        fps
+    };
+    assert_eq!(fp(1), fp(300));
+    assert_eq!(fp(7), fp(300));
+}
+
+#[test]
+fn empty_lines_are_rejected() {
+    assert!(
+        matches!(&split(b"\n", 10, 1)[0], Ev::Rejected(1, Stage::Framing, r) if r == "empty line")
+    );
+    assert!(matches!(
+        &split(b"\r\n", 10, 1)[0],
+        Ev::Rejected(1, Stage::Framing, _)
+    ));
+}
+
+#[test]
+fn invalid_utf8_is_rejected_never_decoded_lossily() {
+    let r = utf8::decode(b"{\"a\":\"\xff\"}").unwrap_err();
+    assert_eq!((r.stage, r.code), (Stage::Utf8, PARSE_ERROR));
+}
+
+#[test]
+fn a_valid_request_is_classified() {
+    let m =
+        message(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#).unwrap();
+    assert!(
+        matches!(m, RpcMessage::Request { id: Id::Int(7), ref method, params: Some(_) } if method == "tools/call")
+    );
+    let n = message(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+    assert_eq!(n.kind(), "notification");
+}
+
+#[test]
+fn two_objects_on_one_line_are_rejected() {
+    let r = rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        Stage::Json,
+    );
+    assert_eq!(r.code, PARSE_ERROR);
+    rejected_at("{}{}", Stage::Json);
+}
+
+#[test]
+fn a_banner_after_a_valid_request_on_the_same_line_is_rejected() {
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"} server ready"#,
+        Stage::Json,
+    );
+}
+
+#[test]
+fn duplicate_keys_are_rejected_at_any_depth_and_after_unescaping() {
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#,
+        Stage::Json,
+    );
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"a","met\u0068od":"b"}"#,
+        Stage::Json,
+    );
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"name":"x","name":"y"}}"#,
+        Stage::Json,
+    );
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"a","params":{"a":[{"k":1,"k":2}]}}"#,
+        Stage::Json,
+    );
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"a","x":1,"x":2}"#,
+        Stage::Json,
+    );
+}
+
+#[test]
+fn nesting_past_the_depth_limit_is_rejected_without_overflowing_the_stack() {
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let limits = Limits::default();
+    assert!(parse_value(&deep(64), &limits).is_ok());
+    assert_eq!(
+        parse_value(&deep(65), &limits).unwrap_err().stage,
+        Stage::Json
+    );
+    assert!(parse_value(&deep(1_000_000), &limits).is_err());
+    let frame = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"a","params":{{"x":{}}}}}"#,
+        deep(200_000)
+    );
+    rejected_at(&frame, Stage::Json);
+}
+
+#[test]
+fn lone_surrogates_and_bom_are_rejected() {
+    let limits = Limits::default();
+    assert!(parse_value(r#""\ud800""#, &limits).is_err());
+    assert!(parse_value(r#""\udc00x""#, &limits).is_err());
+    assert!(parse_value(r#""\ud83d\ude00""#, &limits).is_ok());
+    assert!(parse_value("\u{feff}{}", &limits).is_err());
+}
+
+#[test]
+fn numbers_must_be_exactly_representable() {
+    let limits = Limits::default();
+    assert!(parse_value("9007199254740991", &limits).is_ok());
+    assert!(parse_value("-9007199254740991", &limits).is_ok());
+    assert!(parse_value("9007199254740992", &limits).is_err());
+    assert!(parse_value("18446744073709551616", &limits).is_err());
+    assert!(parse_value("1e400", &limits).is_err());
+    assert!(parse_value("-1e400", &limits).is_err());
+    assert!(parse_value("1e22", &limits).is_err());
+    assert!(parse_value("0.1", &limits).is_ok());
+    assert!(
+        parse_value("1.5e300", &limits).is_err(),
+        "integral beyond 2^53"
+    );
+    assert!(parse_value("1.5e-300", &limits).is_ok());
+}
+
+#[test]
+fn id_must_be_a_string_or_a_safe_integer() {
+    for bad in ["true", "null", "1.0", "1e2", "-0", "{}", "[1]", "1.5"] {
+        let r = rejected_at(
+            &format!(r#"{{"jsonrpc":"2.0","id":{bad},"method":"ping"}}"#),
+            Stage::Rpc,
+        );
+        assert_eq!((r.code, r.id.clone()), (INVALID_REQUEST, None), "{bad}");
+    }
+    for huge in ["9007199254740992", "18446744073709551616", "1e400"] {
+        rejected_at(
+            &format!(r#"{{"jsonrpc":"2.0","id":{huge},"method":"ping"}}"#),
+            Stage::Json,
+        );
+    }
+    let m = message(r#"{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}"#).unwrap();
+    assert_eq!(m.id(), Some(&Id::Int(-9007199254740991)));
+}
+
+#[test]
+fn jsonrpc_must_be_exactly_2_0() {
+    for bad in [r#""1.0""#, r#""2.00""#, "2.0", "null", r#"" 2.0""#] {
+        rejected_at(
+            &format!(r#"{{"jsonrpc":{bad},"id":1,"method":"ping"}}"#),
+            Stage::Rpc,
+        );
+    }
+    let r = rejected_at(r#"{"id":1,"method":"ping"}"#, Stage::Rpc);
+    assert_eq!(
+        r.id,
+        Some(Id::Int(1)),
+        "the id is echoed when it could be read"
+    );
+}
+
+#[test]
+fn batches_and_non_objects_are_rejected() {
+    for bad in [
+        "[]",
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+        "null",
+        "1",
+        r#""x""#,
+        "true",
+    ] {
+        rejected_at(bad, Stage::Rpc);
+    }
+}
+
+#[test]
+fn params_string_is_rejected_with_the_id() {
+    let r = rejected_at(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":"run"}"#,
+        Stage::Rpc,
+    );
+    assert_eq!((r.code, r.id), (INVALID_REQUEST, Some(Id::Int(4))));
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":["run"]}"#,
+        Stage::Rpc,
+    );
+}
+
+#[test]
+fn unknown_top_level_members_are_rejected() {
+    let r = rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping","extra":true}"#,
+        Stage::Rpc,
+    );
+    assert!(r.reason.contains("\"extra\""), "{}", r.reason);
+}
+
+#[test]
+fn responses_and_errors_are_classified() {
+    assert_eq!(
+        message(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#)
+            .unwrap()
+            .kind(),
+        "response"
+    );
+    assert_eq!(
+        message(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#)
+            .unwrap()
+            .kind(),
+        "error"
+    );
+    assert_eq!(
+        message(r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"m"}}"#)
+            .unwrap()
+            .kind(),
+        "error"
+    );
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+        Stage::Rpc,
+    );
+    rejected_at(r#"{"jsonrpc":"2.0","result":{}}"#, Stage::Rpc);
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#,
+        Stage::Rpc,
+    );
+    rejected_at(
+        r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#,
+        Stage::Rpc,
+    );
+    rejected_at(r#"{"jsonrpc":"2.0","id":1}"#, Stage::Rpc);
+}
+
+#[test]
+fn serde_json_private_number_token_stays_an_object() {
+    // With `arbitrary_precision` on, serde_json would read this object as a
+    // number; with `raw_value` on, the raw-value token is special. Cargo
+    // unifies features across the tree, so this pins them off.
+    let v = parse_value(
+        r#"{"$serde_json::private::Number":"1"}"#,
+        &Limits::default(),
+    )
+    .unwrap();
+    assert!(v.is_object(), "{v:?}");
+    let v = parse_value(
+        r#"{"$serde_json::private::RawValue":"1"}"#,
+        &Limits::default(),
+    )
+    .unwrap();
+    assert!(v.is_object(), "{v:?}");
+    let direct: serde_json::Value =
+        serde_json::from_str(r#"{"$serde_json::private::Number":"1"}"#).unwrap();
+    assert!(direct.is_object());
+}
+
+#[test]
+fn rejections_never_carry_the_frame() {
+    let secret = "hunter2-canary";
+    let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"{secret}"}}"#);
+    let r = rejected_at(&frame, Stage::Rpc);
+    assert!(!format!("{r:?} {r}").contains(secret));
+    assert_eq!(r.fingerprint.to_hex().len(), 64);
+    // A duplicated key that does not look like a name may be data: withheld.
+    let key = "hunter2 canary value";
+    let r = rejected_at(&format!(r#"{{"{key}":1,"{key}":2}}"#), Stage::Json);
+    assert!(!format!("{r:?} {r}").contains(key), "{r}");
+}
