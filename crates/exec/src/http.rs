@@ -1,0 +1,337 @@
+//! The HTTP executor: one authorized request, sent exactly as authorized.
+//!
+//! Decisions, in the order a request meets them:
+//!
+//! - **Where it goes.** The request URI is made once, from the authorized
+//!   `url::Url`'s serialization; if the resulting `http::Uri` disagrees with
+//!   the `Url` about scheme, host or port (or carries user info), the call
+//!   is refused before any connection is made. No proxy is ever used (the
+//!   agent ignores `HTTP_PROXY`/`ALL_PROXY`/...), since a proxy would change
+//!   where the connection goes. Connections are not pooled: each call opens
+//!   exactly one connection of its own.
+//! - **What is sent.** The method of the policy; `Authorization: Bearer …`
+//!   when the tool has a credential (marked sensitive); no cookies (the
+//!   `cookies` feature is off); no body (POST/PUT/PATCH send
+//!   `Content-Length: 0`); no `Accept-Encoding` (no decompression).
+//! - **Redirects are never followed.** A 3xx is the result:
+//!   `HTTP 302 Found, Location: … (redirect not followed)`, `is_error: false`.
+//!   Following one would send the request to a target nobody authorized.
+//! - **Time.** `action.timeout()` is the global budget for connect, request,
+//!   response head and body together.
+//! - **Size.** At most `max_response_bytes` of the body are kept: the
+//!   executor reads `cap + 1` bytes at most and then drops the connection.
+//!   An over-long body is not an error by itself: the result carries the
+//!   first `cap` bytes and the line
+//!   `[response body truncated at N bytes]`, and `is_error` follows the
+//!   status.
+//! - **Result text.** 2xx: the body (or `HTTP 204 No Content (empty body)`
+//!   when there is none). 3xx: the status line and `Location`. 4xx/5xx:
+//!   `HTTP <code> <reason>` and the body on the following lines, with
+//!   `is_error: true`. A body that is not UTF-8 is reported as
+//!   `<N bytes of binary content>`, never decoded lossily.
+//! - **Failures.** Transport errors and timeouts give `is_error: true` with
+//!   a message that never contains the credential (it is scrubbed even if
+//!   a library were to echo it).
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use portcullis_gateway::policy::HttpMethod;
+use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, HttpRequest, Outcome};
+use thiserror::Error;
+use ureq::http;
+use url::Url;
+
+use crate::output::{Overflow, read_capped, text_of};
+use crate::{fmt_duration, scrub};
+
+/// Why a request could not produce a response.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The authorized URL could not be turned into a request URI without
+    /// changing where it goes.
+    #[error("the authorized URL cannot be sent: {0}")]
+    Uri(String),
+    /// The credential cannot be carried in a header (e.g. it holds a line
+    /// break). The value is never part of the message.
+    #[error("the credential is not a valid HTTP header value")]
+    Credential,
+    /// The action's time budget ran out.
+    #[error("HTTP request timed out after {0}")]
+    Timeout(String),
+    /// Connecting, sending or receiving failed.
+    #[error("HTTP request failed: {0}")]
+    Transport(String),
+}
+
+/// Sends authorized HTTP requests with `ureq`.
+#[derive(Clone)]
+pub struct HttpExecutor {
+    agent: ureq::Agent,
+}
+
+impl fmt::Debug for HttpExecutor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpExecutor").finish_non_exhaustive()
+    }
+}
+
+impl Default for HttpExecutor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HttpExecutor {
+    /// An executor with the boundary's fixed client settings (see the
+    /// module docs): no proxy, no redirects, no pooling, no cookies.
+    pub fn new() -> Self {
+        let config = ureq::Agent::config_builder()
+            // A proxy would change where the connection goes.
+            .proxy(None)
+            .max_redirects(0)
+            // Statuses are results, not errors: read 4xx/5xx bodies.
+            .http_status_as_error(false)
+            .max_idle_connections(0)
+            .max_idle_connections_per_host(0)
+            .user_agent(concat!("portcullis/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Self {
+            agent: ureq::Agent::new_with_config(config),
+        }
+    }
+
+    fn send(&self, action: &AuthorizedAction, req: &HttpRequest) -> Outcome {
+        let started = Instant::now();
+        let secret = action.credential().map(|s| s.expose());
+        let result = self.exchange(action, req);
+        let elapsed = started.elapsed();
+        match result {
+            Ok(outcome) => {
+                tracing::info!(
+                    tool = action.tool(),
+                    host = req.url().host_str().unwrap_or(""),
+                    port = req.url().port_or_known_default().unwrap_or(0),
+                    is_error = outcome.is_error,
+                    elapsed_ms = elapsed.as_millis() as u64,
+                    "http action finished"
+                );
+                outcome
+            }
+            Err(err) => {
+                let text = scrub(&err.to_string(), secret);
+                tracing::warn!(
+                    tool = action.tool(),
+                    host = req.url().host_str().unwrap_or(""),
+                    port = req.url().port_or_known_default().unwrap_or(0),
+                    elapsed_ms = elapsed.as_millis() as u64,
+                    error = %text,
+                    "http action failed"
+                );
+                Outcome::failure(text)
+            }
+        }
+    }
+
+    fn exchange(&self, action: &AuthorizedAction, req: &HttpRequest) -> Result<Outcome, HttpError> {
+        let uri = request_uri(req.url())?;
+        let (method, has_body) = match req.method() {
+            HttpMethod::Get => (http::Method::GET, false),
+            HttpMethod::Head => (http::Method::HEAD, false),
+            HttpMethod::Delete => (http::Method::DELETE, false),
+            HttpMethod::Post => (http::Method::POST, true),
+            HttpMethod::Put => (http::Method::PUT, true),
+            HttpMethod::Patch => (http::Method::PATCH, true),
+        };
+        let mut builder = http::Request::builder().method(method).uri(uri);
+        if let Some(secret) = action.credential() {
+            let mut value = http::HeaderValue::try_from(format!("Bearer {}", secret.expose()))
+                .map_err(|_| HttpError::Credential)?;
+            value.set_sensitive(true);
+            builder = builder.header(http::header::AUTHORIZATION, value);
+        }
+        let timeout = action.timeout();
+        let response = if has_body {
+            let request = builder
+                .body(&[][..])
+                .map_err(|e| HttpError::Uri(e.to_string()))?;
+            self.run(request, timeout)
+        } else {
+            let request = builder
+                .body(())
+                .map_err(|e| HttpError::Uri(e.to_string()))?;
+            self.run(request, timeout)
+        }
+        .map_err(|e| classify(e, timeout))?;
+        let status = response.status();
+        let location = response
+            .headers()
+            .get(http::header::LOCATION)
+            .map(|v| v.to_str().unwrap_or("<not text>").to_owned());
+        let reader = response.into_body().into_reader();
+        let cap = req.max_response_bytes();
+        let body = read_capped(reader, cap, Overflow::Stop)
+            .map_err(|(e, _partial)| classify(ureq::Error::from(e), timeout))?;
+        Ok(render(status, location.as_deref(), &body.bytes, body.truncated, cap))
+    }
+
+    fn run<S: ureq::AsSendBody>(
+        &self,
+        request: http::Request<S>,
+        timeout: Duration,
+    ) -> Result<http::Response<ureq::Body>, ureq::Error> {
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_global(Some(timeout))
+            .build();
+        self.agent.run(request)
+    }
+}
+
+impl Executor for HttpExecutor {
+    fn execute(&self, action: &AuthorizedAction) -> Outcome {
+        match action.target() {
+            ActionTarget::Http(req) => self.send(action, req),
+            ActionTarget::Ssh(_) => {
+                Outcome::failure("internal: the HTTP executor was handed an SSH action")
+            }
+        }
+    }
+}
+
+/// The one conversion from the authorized `Url` to the client's URI type.
+/// Refuses when it would change scheme, host or port.
+pub fn request_uri(url: &Url) -> Result<http::Uri, HttpError> {
+    let uri: http::Uri = url
+        .as_str()
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| HttpError::Uri(e.to_string()))?;
+    let scheme_ok = uri.scheme_str() == Some(url.scheme());
+    let authority = uri.authority();
+    let host_ok = authority.map(|a| a.host()) == url.host_str();
+    let default = match url.scheme() {
+        "https" => 443,
+        _ => 80,
+    };
+    let port_ok = authority.and_then(|a| a.port_u16()).unwrap_or(default)
+        == url.port_or_known_default().unwrap_or(0);
+    let userinfo = authority.is_some_and(|a| a.as_str().contains('@'));
+    if !(scheme_ok && host_ok && port_ok) || userinfo {
+        return Err(HttpError::Uri(
+            "converting it to a request URI would change the scheme, host or port".into(),
+        ));
+    }
+    Ok(uri)
+}
+
+fn classify(err: ureq::Error, timeout: Duration) -> HttpError {
+    match err {
+        ureq::Error::Timeout(_) => HttpError::Timeout(fmt_duration(timeout)),
+        ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+            HttpError::Timeout(fmt_duration(timeout))
+        }
+        other => HttpError::Transport(other.to_string()),
+    }
+}
+
+fn status_line(status: http::StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+        None => format!("HTTP {}", status.as_u16()),
+    }
+}
+
+fn render(
+    status: http::StatusCode,
+    location: Option<&str>,
+    body: &[u8],
+    truncated: bool,
+    cap: usize,
+) -> Outcome {
+    let line = status_line(status);
+    let mut text = if status.is_redirection() {
+        match location {
+            Some(loc) => format!("{line}, Location: {loc} (redirect not followed)"),
+            None => format!("{line} (redirect not followed)"),
+        }
+    } else if status.is_success() {
+        if body.is_empty() {
+            format!("{line} (empty body)")
+        } else {
+            text_of(body, truncated)
+        }
+    } else if body.is_empty() {
+        line
+    } else {
+        format!("{line}\n{}", text_of(body, truncated))
+    };
+    if truncated && !status.is_redirection() {
+        text.push_str(&format!("\n[response body truncated at {cap} bytes]"));
+    }
+    Outcome {
+        text,
+        is_error: status.as_u16() >= 400,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uri_conversion_keeps_host_and_port() {
+        for text in [
+            "http://127.0.0.1:8080/a/b%20c?x=1&y=%7B%7D",
+            "https://example.com/",
+            "http://[::1]:9000/x",
+            "http://example.com:80/x",
+            "http://127.0.0.1:1/a%2Fb/%3F?q=a%26b",
+        ] {
+            let url = Url::parse(text).unwrap();
+            let uri = request_uri(&url).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(uri.host(), url.host_str(), "{text}");
+        }
+    }
+
+    #[test]
+    fn uri_conversion_of_characters_url_leaves_raw() {
+        // `url` leaves some characters unescaped in queries that `http`
+        // might reject; either way the host must not change.
+        let mut url = Url::parse("http://127.0.0.1:8080/p").unwrap();
+        url.query_pairs_mut().append_pair("q", "{a|b}^`\\");
+        url.path_segments_mut().unwrap().push("{x}|^");
+        match request_uri(&url) {
+            Ok(uri) => assert_eq!(uri.host(), Some("127.0.0.1")),
+            Err(HttpError::Uri(_)) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn rendering() {
+        let ok = render(http::StatusCode::OK, None, b"hi", false, 10);
+        assert_eq!(ok, Outcome::success("hi"));
+        let moved = render(http::StatusCode::FOUND, Some("/elsewhere"), b"", false, 10);
+        assert_eq!(
+            moved,
+            Outcome::success("HTTP 302 Found, Location: /elsewhere (redirect not followed)")
+        );
+        let failed = render(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            None,
+            b"boom",
+            false,
+            10,
+        );
+        assert_eq!(failed, Outcome::failure("HTTP 500 Internal Server Error\nboom"));
+        let cut = render(http::StatusCode::OK, None, b"0123456789", true, 10);
+        assert_eq!(
+            cut,
+            Outcome::success("0123456789\n[response body truncated at 10 bytes]")
+        );
+        let binary = render(http::StatusCode::OK, None, &[0xff, 0xfe], false, 10);
+        assert_eq!(binary, Outcome::success("<2 bytes of binary content>"));
+    }
+}

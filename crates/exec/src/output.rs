@@ -1,0 +1,141 @@
+//! Bounded reads and the text a client sees for a byte stream.
+//!
+//! Both executors read remote output through [`read_capped`]: it keeps at
+//! most `cap` bytes (the buffer's capacity never exceeds `cap + 1`), and
+//! either stops at the first byte past the cap (HTTP: the connection is
+//! dropped) or drains and discards the rest (SSH: the child must not block
+//! on a full pipe).
+//!
+//! Text policy: bytes that are valid UTF-8 pass as-is. Bytes that are not
+//! are never decoded lossily (the same rule the inbound side follows);
+//! the client is told `<N bytes of binary content>` instead. A cut at the
+//! cap that splits one multi-byte character is not "binary": the partial
+//! character is dropped.
+
+use std::io::{self, Read};
+
+/// What a bounded read kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Capped {
+    /// At most `cap` bytes.
+    pub bytes: Vec<u8>,
+    /// More than `cap` bytes were available.
+    pub truncated: bool,
+    /// Bytes read past the cap and thrown away (only counted when draining;
+    /// at least 1 whenever `truncated`).
+    pub discarded: u64,
+}
+
+/// What to do once the cap is exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overflow {
+    /// Stop reading after the first byte past the cap.
+    Stop,
+    /// Keep reading to end of stream, discarding (and counting) the bytes.
+    Drain,
+}
+
+const CHUNK: usize = 16 * 1024;
+
+/// Read `reader` keeping at most `cap` bytes.
+///
+/// On an error, returns the error together with what was kept so far.
+pub(crate) fn read_capped<R: Read>(
+    mut reader: R,
+    cap: usize,
+    overflow: Overflow,
+) -> Result<Capped, (io::Error, Capped)> {
+    let limit = cap.saturating_add(1);
+    let mut out = Capped::default();
+    let mut chunk = [0u8; CHUNK];
+    // Phase 1: fill up to cap + 1 bytes, growing the buffer without ever
+    // reserving past the limit.
+    while out.bytes.len() < limit {
+        let want = (limit - out.bytes.len()).min(CHUNK);
+        let n = match reader.read(&mut chunk[..want]) {
+            Ok(0) => return Ok(out),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err((e, out)),
+        };
+        let needed = out.bytes.len() + n;
+        if needed > out.bytes.capacity() {
+            let grown = (out.bytes.capacity() * 2).max(CHUNK).max(needed).min(limit);
+            out.bytes.reserve_exact(grown - out.bytes.len());
+        }
+        out.bytes.extend_from_slice(&chunk[..n]);
+    }
+    // One byte past the cap: the stream is longer than allowed.
+    out.bytes.truncate(cap);
+    out.truncated = true;
+    out.discarded = 1;
+    if overflow == Overflow::Stop {
+        return Ok(out);
+    }
+    loop {
+        match reader.read(&mut chunk) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.discarded += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err((e, out)),
+        }
+    }
+}
+
+/// The client-facing text for `bytes`: the text itself when it is UTF-8,
+/// else `<N bytes of binary content>`. When `truncated`, an incomplete
+/// character at the very end (cut by the cap) is dropped rather than
+/// making the whole output "binary".
+pub(crate) fn text_of(bytes: &[u8], truncated: bool) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_owned(),
+        Err(err) if truncated && err.error_len().is_none() => {
+            // Only the tail is an incomplete sequence; the prefix is valid.
+            String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned()
+        }
+        Err(_) => format!("<{} bytes of binary content>", bytes.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn under_the_cap_is_kept_whole() {
+        let got = read_capped(&b"hello"[..], 5, Overflow::Stop).unwrap();
+        assert_eq!(got.bytes, b"hello");
+        assert!(!got.truncated);
+        assert_eq!(got.discarded, 0);
+    }
+
+    #[test]
+    fn over_the_cap_stops_or_drains() {
+        let data = vec![b'x'; 100_000];
+        let stop = read_capped(&data[..], 10, Overflow::Stop).unwrap();
+        assert_eq!(stop.bytes.len(), 10);
+        assert!(stop.truncated);
+        assert!(stop.bytes.capacity() <= 11);
+        let drain = read_capped(&data[..], 10, Overflow::Drain).unwrap();
+        assert_eq!(drain.bytes.len(), 10);
+        assert!(drain.truncated);
+        assert_eq!(drain.discarded, 100_000 - 10);
+    }
+
+    #[test]
+    fn buffer_never_grows_past_the_cap() {
+        let data = vec![b'x'; 1_000_000];
+        let got = read_capped(&data[..], 200_000, Overflow::Stop).unwrap();
+        assert_eq!(got.bytes.len(), 200_000);
+        assert!(got.bytes.capacity() <= 200_001, "{}", got.bytes.capacity());
+    }
+
+    #[test]
+    fn text_policy() {
+        assert_eq!(text_of("héllo".as_bytes(), false), "héllo");
+        assert_eq!(text_of(&[0xff, 0x00, 0x41], false), "<3 bytes of binary content>");
+        // "é" is 0xC3 0xA9; a cap that cuts after 0xC3 drops the half.
+        assert_eq!(text_of(&[b'a', 0xC3], true), "a");
+        assert_eq!(text_of(&[b'a', 0xC3], false), "<2 bytes of binary content>");
+    }
+}

@@ -1,0 +1,128 @@
+//! Templates from the policy (`{arg}` placeholders), parsed once at load.
+//!
+//! A template is kept as pieces, never as a string to be formatted: expansion
+//! yields one plain string per URL component or argv element, and the caller
+//! turns those into data (`url::Url` via its setters, an argv vector).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+/// One piece of a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// Literal text.
+    Lit(String),
+    /// The value of a named argument.
+    Arg(String),
+}
+
+/// A template: literal text and placeholders in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Template(pub Vec<Piece>);
+
+/// A template that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError(pub String);
+
+impl Template {
+    /// Parse `{name}` placeholders; `{{` and `}}` stand for literal braces.
+    pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        let mut pieces = Vec::new();
+        let mut lit = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    lit.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    lit.push('}');
+                }
+                '{' => {
+                    let mut name = String::new();
+                    loop {
+                        match chars.next() {
+                            Some('}') => break,
+                            Some(c) if c.is_ascii_alphanumeric() || c == '_' || c == '-' => {
+                                name.push(c)
+                            }
+                            Some(c) => {
+                                return Err(TemplateError(format!(
+                                    "invalid character {c:?} in placeholder name"
+                                )));
+                            }
+                            None => return Err(TemplateError("unclosed placeholder".into())),
+                        }
+                    }
+                    if name.is_empty() {
+                        return Err(TemplateError("empty placeholder {}".into()));
+                    }
+                    if !lit.is_empty() {
+                        pieces.push(Piece::Lit(std::mem::take(&mut lit)));
+                    }
+                    pieces.push(Piece::Arg(name));
+                }
+                '}' => return Err(TemplateError("unmatched '}' (write '}}' for a brace)".into())),
+                c => lit.push(c),
+            }
+        }
+        if !lit.is_empty() || pieces.is_empty() {
+            pieces.push(Piece::Lit(lit));
+        }
+        Ok(Self(pieces))
+    }
+
+    /// Names of the arguments the template uses.
+    pub fn args(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().filter_map(|p| match p {
+            Piece::Arg(name) => Some(name.as_str()),
+            Piece::Lit(_) => None,
+        })
+    }
+
+    /// Whether the template is one literal.
+    pub fn literal(&self) -> Option<&str> {
+        match self.0.as_slice() {
+            [Piece::Lit(s)] => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Expand with schema-checked arguments. Integers and strings expand to
+    /// their text; any other type (or a missing argument) is an error, since
+    /// the policy validator only lets required string or integer properties
+    /// into templates.
+    pub fn expand(&self, args: &Map<String, Value>) -> Result<String, String> {
+        let mut out = String::new();
+        for piece in &self.0 {
+            match piece {
+                Piece::Lit(s) => out.push_str(s),
+                Piece::Arg(name) => match args.get(name) {
+                    Some(Value::String(s)) => out.push_str(s),
+                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+                        out.push_str(&n.to_string())
+                    }
+                    Some(_) => return Err(format!("argument {name} is not a string or integer")),
+                    None => return Err(format!("argument {name} is missing")),
+                },
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the template starts with a placeholder.
+    pub fn starts_with_arg(&self) -> bool {
+        matches!(self.0.first(), Some(Piece::Arg(_)))
+    }
+}
+
+/// All argument names used by a set of templates.
+pub fn used_args<'a>(templates: impl IntoIterator<Item = &'a Template>) -> BTreeSet<String> {
+    templates
+        .into_iter()
+        .flat_map(|t| t.args().map(str::to_owned).collect::<Vec<_>>())
+        .collect()
+}

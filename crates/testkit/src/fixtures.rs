@@ -1,0 +1,135 @@
+//! Policies and frames used across tests, fuzz targets and the corpus.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use portcullis_gateway::{OnInvalid, Policy, SecretStore};
+use serde_json::{Value, json};
+
+/// The test policy: the README example's two tools plus one whose host is
+/// templated (for denied-after-expansion cases), with stand-in secrets.
+pub const TEST_POLICY: &str = r#"
+[server]
+name = "portcullis-test"
+on_invalid = "close"
+max_frame_bytes = 65536
+
+[credentials.status_token]
+env = "STATUS_TOKEN"
+
+[credentials.deploy_key]
+file = "/nonexistent/deploy_key"
+
+[[tools]]
+name = "service_status"
+description = "Read one service's status page"
+[tools.http]
+method = "GET"
+url = "http://127.0.0.1:8080/status/{service}"
+allow = ["127.0.0.1:8080"]
+credential = "status_token"
+[tools.input_schema]
+type = "object"
+required = ["service"]
+additionalProperties = false
+properties.service = { type = "string", pattern = "^[a-z][a-z0-9-]{0,31}$" }
+
+[[tools]]
+name = "restart_service"
+[tools.ssh]
+host = "127.0.0.1"
+port = 2222
+user = "deploy"
+argv = ["systemctl", "restart", "{service}"]
+allow = ["127.0.0.1:2222"]
+credential = "deploy_key"
+[tools.input_schema]
+type = "object"
+required = ["service"]
+properties.service = { type = "string", pattern = "^[a-z][a-z0-9-]{0,31}$" }
+
+[[tools]]
+name = "region_probe"
+description = "Probe a host by name; only localhost:8080 is allowed"
+[tools.http]
+method = "GET"
+url = "http://{host}:8080/probe"
+allow = ["127.0.0.1:8080"]
+[tools.input_schema]
+type = "object"
+required = ["host"]
+properties.host = { type = "string", maxLength = 64 }
+"#;
+
+/// The test policy with `on_invalid` set, stand-in secrets bound.
+pub fn test_policy(on_invalid: OnInvalid) -> Arc<Policy> {
+    static CLOSE: OnceLock<Arc<Policy>> = OnceLock::new();
+    static KEEP: OnceLock<Arc<Policy>> = OnceLock::new();
+    let cell = match on_invalid {
+        OnInvalid::Close => &CLOSE,
+        OnInvalid::KeepOpen => &KEEP,
+    };
+    Arc::clone(cell.get_or_init(|| {
+        let mut policy = Policy::from_toml(TEST_POLICY, Path::new("testkit/TEST_POLICY.toml"))
+            .expect("the test policy is valid");
+        policy.server.on_invalid = on_invalid;
+        let secrets = SecretStore::stand_ins(&policy);
+        Arc::new(policy.bind_secrets(secrets))
+    }))
+}
+
+/// One frame: compact JSON plus `\n`.
+pub fn frame(value: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(value).expect("values serialize");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// A legacy `initialize` request.
+pub fn initialize(id: i64, version: &str) -> Vec<u8> {
+    frame(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": { "name": "portcullis-testkit", "version": "1" }
+        }
+    }))
+}
+
+/// `notifications/initialized`.
+pub fn initialized() -> Vec<u8> {
+    frame(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+}
+
+/// A legacy `tools/call`.
+pub fn call(id: i64, tool: &str, arguments: Value) -> Vec<u8> {
+    frame(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments }
+    }))
+}
+
+/// The modern per-request `_meta`.
+pub fn modern_meta(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "portcullis-testkit", "version": "1" }
+    })
+}
+
+/// A modern `tools/call` with `_meta`.
+pub fn modern_call(id: i64, tool: &str, arguments: Value, version: &str) -> Vec<u8> {
+    frame(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments, "_meta": modern_meta(version) }
+    }))
+}
+
+/// A complete valid legacy session prefix: initialize + initialized.
+pub fn legacy_handshake() -> Vec<u8> {
+    let mut bytes = initialize(1, "2025-11-25");
+    bytes.extend(initialized());
+    bytes
+}

@@ -1,0 +1,288 @@
+//! One function per fuzz target. Each panics when its property fails; fuzz
+//! targets, bolero and proptest properties and regression replay all call
+//! these and nothing else.
+
+use std::collections::HashSet;
+
+use arbitrary::{Arbitrary, Unstructured};
+use portcullis_gateway::mcp::Revision;
+use portcullis_gateway::{ActionTarget, OnInvalid, Outcome, reply};
+use portcullis_wire::strict_json::parse_value;
+use portcullis_wire::{ErrorObject, Id, Limits, Outbound, check_transcript, encode};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::fixtures::test_policy;
+use crate::json_arbitrary::ArbitraryJson;
+use crate::model::{self, key_of};
+use crate::recorder::Recorder;
+use crate::reference::executable_lines;
+use crate::session::{Chunking, run_session, run_session_with};
+
+/// Every harness, by fuzz target name.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("stdin_bytes", stdin_bytes),
+    ("session_model", session_model),
+    ("chunking", chunking),
+    ("stdout_frames", stdout_frames),
+    ("strict_json", strict_json),
+];
+
+/// The harness called `name`.
+pub fn by_name(name: &str) -> Option<fn(&[u8])> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+const TOOLS: [&str; 3] = ["service_status", "restart_service", "region_probe"];
+
+/// Arbitrary bytes into the stdin entry point, under both session policies.
+/// Every recorded action must come from a line the independent reference
+/// check accepts as a complete valid `tools/call` in a valid session, and
+/// must target an allowlisted host; under `close`, nothing is recorded after
+/// the first rejected frame; stdout passes the transcript checker (checked
+/// inside `run_session`).
+pub fn stdin_bytes(data: &[u8]) {
+    let reference = executable_lines(data, &TOOLS);
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        let policy = test_policy(mode);
+        let report = run_session(&policy, data, &Chunking::Whole);
+        assert_eq!(
+            report.actions.len(),
+            report.journal.len(),
+            "the executor saw exactly what the journal recorded"
+        );
+        for (entry, action) in report.journal.iter().zip(&report.actions) {
+            let line = usize::try_from(entry.line).expect("line fits") - 1;
+            let accepted = reference.get(line).cloned().flatten();
+            assert_eq!(
+                accepted.as_deref(),
+                Some(action.tool()),
+                "{mode:?}: line {} executed {} but the reference check refuses it",
+                entry.line,
+                action.tool()
+            );
+            assert_allowlisted(action.target());
+        }
+        if mode == OnInvalid::Close
+            && let Some(first) = report.rejections.first()
+        {
+            assert!(
+                report.journal.iter().all(|e| e.line < first.line),
+                "an action was recorded after the first rejected frame (line {})",
+                first.line
+            );
+            assert!(report.closed.is_some(), "a rejection under close must close the session");
+            assert_eq!(report.rejections.len(), 1, "nothing is processed after close");
+        }
+    }
+}
+
+fn assert_allowlisted(target: &ActionTarget) {
+    match target {
+        ActionTarget::Http(h) => {
+            let url = h.url();
+            assert_eq!(
+                (url.scheme(), url.host_str(), url.port_or_known_default()),
+                ("http", Some("127.0.0.1"), Some(8080)),
+                "HTTP action outside the allowlist: {url}"
+            );
+        }
+        ActionTarget::Ssh(s) => {
+            assert_eq!((s.host(), s.port()), ("127.0.0.1", 2222));
+            assert_eq!(s.argv()[..2], ["systemctl".to_owned(), "restart".to_owned()]);
+        }
+    }
+}
+
+/// Structured operations against the session model: the recorder must equal
+/// the model's prediction exactly (valid calls execute exactly once).
+pub fn session_model(data: &[u8]) {
+    let Some((mode, ops)) = model::from_fuzz(data) else {
+        return;
+    };
+    check_model(&ops, mode);
+}
+
+/// Assert the gateway does exactly what the model predicts for `ops`.
+pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
+    let policy = test_policy(mode);
+    let scenario = model::scenario(ops, mode, policy.server.max_frame_bytes);
+    let report = run_session(&policy, &scenario.input, &Chunking::Whole);
+    let actual: Vec<_> = report.actions.iter().map(key_of).collect();
+    assert_eq!(
+        actual, scenario.expected,
+        "{mode:?}: recorded actions differ from the model for ops {ops:?}"
+    );
+    assert_eq!(
+        report.closed.is_some(),
+        scenario.closes,
+        "{mode:?}: session close differs from the model for ops {ops:?}: {:?}",
+        report.closed
+    );
+    if let Some(revision) = report.revision {
+        let requests = crate::mcp_schema::requests_of(&scenario.input);
+        if let Err(err) = crate::mcp_schema::check_stdout(&report.stdout, revision, &requests) {
+            panic!("stdout does not match the official schema: {err}");
+        }
+    }
+}
+
+/// The same bytes fed whole, byte by byte and in fuzzer-chosen chunks give
+/// identical stdout, actions, rejections and close.
+pub fn chunking(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let sizes: Vec<usize> = (0..u.int_in_range(1..=8).unwrap_or(1))
+        .map(|_| usize::from(u.int_in_range(1u8..=64).unwrap_or(1)))
+        .collect();
+    let input = u.take_rest();
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        let policy = test_policy(mode);
+        let whole = run_session(&policy, input, &Chunking::Whole);
+        for chunking in [Chunking::ByteByByte, Chunking::Sizes(sizes.clone())] {
+            let split = run_session(&policy, input, &chunking);
+            assert_eq!(whole.stdout, split.stdout, "{mode:?} {chunking:?}: stdout differs");
+            assert_eq!(whole.actions, split.actions, "{mode:?} {chunking:?}: actions differ");
+            assert_eq!(whole.rejections, split.rejections, "{mode:?} {chunking:?}: rejections differ");
+            assert_eq!(whole.closed, split.closed, "{mode:?} {chunking:?}: close differs");
+        }
+    }
+}
+
+/// Arbitrary tool outcomes and errors through the encoder (directly and via
+/// a live session); the transcript checker must accept every result.
+pub fn stdout_frames(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let text = String::arbitrary(&mut u).unwrap_or_default();
+    let is_error = bool::arbitrary(&mut u).unwrap_or_default();
+    let revision = match u.int_in_range(0u8..=2).unwrap_or(0) {
+        0 => Revision::V2025_06_18,
+        1 => Revision::V2025_11_25,
+        _ => Revision::V2026_07_28,
+    };
+    let id = if bool::arbitrary(&mut u).unwrap_or_default() {
+        Id::Str(String::arbitrary(&mut u).unwrap_or_default())
+    } else {
+        Id::Int(i64::arbitrary(&mut u).unwrap_or_default() % (1 << 53))
+    };
+    let data_value = ArbitraryJson::arbitrary(&mut u).map(|j| j.0).ok();
+    let message = String::arbitrary(&mut u).unwrap_or_default();
+    let code = i64::arbitrary(&mut u).unwrap_or_default();
+    let notification_params = crate::json_arbitrary::object(&mut u, 4).unwrap_or_default();
+
+    let frames = [
+        Outbound::Response {
+            id: id.clone(),
+            result: reply::call_tool(revision, &text, is_error),
+        },
+        Outbound::Error {
+            id: Some(id),
+            error: ErrorObject { code, message: message.clone(), data: data_value.clone() },
+        },
+        Outbound::Error {
+            id: None,
+            error: ErrorObject { code, message, data: data_value },
+        },
+        Outbound::Notification {
+            method: text.clone(),
+            params: Some(Value::Object(notification_params)),
+        },
+    ];
+    let mut transcript = Vec::new();
+    for frame in &frames {
+        let bytes = encode(frame).expect("every outbound message encodes");
+        assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        if let Err(v) = check_transcript(&bytes) {
+            panic!("encoder output rejected by the transcript checker: {v}");
+        }
+        transcript.extend(bytes);
+    }
+    if let Err(v) = check_transcript(&transcript) {
+        panic!("concatenated encoder output rejected: {v}");
+    }
+
+    // The same outcome through a real session.
+    let policy = test_policy(OnInvalid::Close);
+    let recorder = Recorder::new(Outcome { text, is_error });
+    let mut input = crate::fixtures::legacy_handshake();
+    input.extend(crate::fixtures::call(2, "service_status", serde_json::json!({"service":"api"})));
+    let report = run_session_with(&policy, &input, &Chunking::Whole, &recorder);
+    assert_eq!(report.actions.len(), 1);
+}
+
+/// Differential: any text the strict parser accepts, serde_json accepts with
+/// an equal value, and it has no duplicate keys (by an independent check).
+pub fn strict_json(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let strict = parse_value(text, &Limits::default());
+    let lenient = serde_json::from_str::<Value>(text);
+    if let Ok(value) = strict {
+        match lenient {
+            Ok(other) => assert_eq!(value, other, "strict and serde_json disagree on the value"),
+            Err(err) => panic!("strict accepted what serde_json rejects: {err}"),
+        }
+        assert_eq!(
+            has_duplicate_keys(text),
+            Some(false),
+            "strict accepted an object with duplicate keys"
+        );
+    }
+}
+
+/// Independent duplicate-key detector: `Some(true)` if any object at any
+/// depth repeats a key, `None` if the text is not JSON.
+pub fn has_duplicate_keys(text: &str) -> Option<bool> {
+    struct Dups;
+    impl<'de> de::DeserializeSeed<'de> for Dups {
+        type Value = bool;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Dups {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_unit<E>(self) -> Result<bool, E> {
+            Ok(false)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+            let mut found = false;
+            while let Some(d) = seq.next_element_seed(Dups)? {
+                found |= d;
+            }
+            Ok(found)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            let mut keys = HashSet::new();
+            let mut found = false;
+            while let Some(key) = map.next_key::<String>()? {
+                found |= !keys.insert(key);
+                found |= map.next_value_seed(Dups)?;
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let found = de::DeserializeSeed::deserialize(Dups, &mut de).ok()?;
+    de.end().ok()?;
+    Some(found)
+}

@@ -1,0 +1,75 @@
+//! Regression files: `regressions/<target>/<name>.bin` with a sidecar
+//! `<name>.toml` (`summary`, `found`, `source`).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// A regression sidecar.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sidecar {
+    /// What the defect was.
+    pub summary: String,
+    /// When it was found (YYYY-MM-DD).
+    pub found: String,
+    /// Where it comes from (e.g. the public issue it mirrors).
+    pub source: String,
+    /// The fuzz target, when recorded.
+    pub target: Option<String>,
+}
+
+/// One regression input.
+#[derive(Debug, Clone)]
+pub struct Regression {
+    /// The harness (fuzz target) it replays through.
+    pub target: String,
+    /// The input file.
+    pub path: PathBuf,
+    /// Its sidecar.
+    pub sidecar: Sidecar,
+}
+
+/// Every regression under `root`, sorted by path. Panics with a clear
+/// message on a `.bin` without a valid sidecar.
+pub fn discover(root: &Path) -> Vec<Regression> {
+    let mut out = Vec::new();
+    let Ok(targets) = std::fs::read_dir(root) else {
+        return out;
+    };
+    for target in targets.flatten() {
+        let target_dir = target.path();
+        if !target_dir.is_dir() {
+            continue;
+        }
+        let name = target.file_name().to_string_lossy().into_owned();
+        for entry in std::fs::read_dir(&target_dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("bin") {
+                continue;
+            }
+            let sidecar_path = path.with_extension("toml");
+            let text = std::fs::read_to_string(&sidecar_path).unwrap_or_else(|e| {
+                panic!("{}: missing sidecar {}: {e}", path.display(), sidecar_path.display())
+            });
+            let sidecar: Sidecar = toml::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: invalid sidecar: {e}", sidecar_path.display()));
+            out.push(Regression {
+                target: name.clone(),
+                path,
+                sidecar,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
+}
+
+/// The workspace root (two levels above this crate).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/testkit sits two levels below the root")
+        .to_path_buf()
+}

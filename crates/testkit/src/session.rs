@@ -1,0 +1,134 @@
+//! `run_session`: the stdin entry point, driven exactly as the binary does.
+
+use std::sync::Arc;
+
+use portcullis_gateway::mcp::Revision;
+use portcullis_gateway::{
+    AuthorizedAction, CloseReason, Config, Counters, Effect, Executor, Gateway, JournalEntry,
+    Outcome, Policy, RejectionRecord,
+};
+use portcullis_wire::transcript::check_transcript;
+
+use crate::recorder::Recorder;
+
+/// How input bytes are split into reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chunking {
+    /// One read with everything.
+    Whole,
+    /// One read per byte.
+    ByteByByte,
+    /// Reads of these sizes, cycling; a zero counts as one.
+    Sizes(Vec<usize>),
+}
+
+impl Chunking {
+    /// Split `bytes` into reads.
+    pub fn split<'a>(&self, bytes: &'a [u8]) -> Vec<&'a [u8]> {
+        match self {
+            Chunking::Whole => vec![bytes],
+            Chunking::ByteByByte => bytes.chunks(1).collect(),
+            Chunking::Sizes(sizes) if sizes.is_empty() => vec![bytes],
+            Chunking::Sizes(sizes) => {
+                let mut out = Vec::new();
+                let mut rest = bytes;
+                let mut i = 0;
+                while !rest.is_empty() {
+                    let n = sizes[i % sizes.len()].clamp(1, rest.len());
+                    let (head, tail) = rest.split_at(n);
+                    out.push(head);
+                    rest = tail;
+                    i += 1;
+                }
+                out
+            }
+        }
+    }
+}
+
+/// What one session did.
+#[derive(Debug, Clone)]
+pub struct SessionReport {
+    /// Every byte written to stdout.
+    pub stdout: Vec<u8>,
+    /// Every action the executor received, in order.
+    pub actions: Vec<AuthorizedAction>,
+    /// The rejection ledger.
+    pub rejections: Vec<RejectionRecord>,
+    /// The execution journal.
+    pub journal: Vec<JournalEntry>,
+    /// The counters.
+    pub counters: Counters,
+    /// Why the session closed, if it did.
+    pub closed: Option<CloseReason>,
+    /// The negotiated revision, if any.
+    pub revision: Option<Revision>,
+}
+
+/// Feed `bytes` through a fresh gateway under `policy` with a [`Recorder`],
+/// split into reads by `chunking`, then end of input. Panics (with the
+/// first offending line's raw bytes) if stdout is not a clean transcript.
+pub fn run_session(policy: &Arc<Policy>, bytes: &[u8], chunking: &Chunking) -> SessionReport {
+    run_session_with(policy, bytes, chunking, &Recorder::default())
+}
+
+/// [`run_session`] with a given recorder (for custom canned outcomes).
+pub fn run_session_with(
+    policy: &Arc<Policy>,
+    bytes: &[u8],
+    chunking: &Chunking,
+    recorder: &Recorder,
+) -> SessionReport {
+    let mut gateway = Gateway::new(Arc::clone(policy), Config::from_policy(policy));
+    let mut stdout = Vec::new();
+    let mut closed = None;
+    for read in chunking.split(bytes) {
+        let effects = gateway.receive(read);
+        drive(&mut gateway, effects, recorder, &mut stdout, &mut closed);
+        if closed.is_some() {
+            break;
+        }
+    }
+    if closed.is_none() {
+        let effects = gateway.end_of_input();
+        drive(&mut gateway, effects, recorder, &mut stdout, &mut closed);
+    }
+    if let Err(violation) = check_transcript(&stdout) {
+        panic!("{violation}\n(session input: {} bytes)", bytes.len());
+    }
+    let ledger = gateway.ledger();
+    SessionReport {
+        stdout,
+        actions: recorder.calls(),
+        rejections: ledger.rejections.clone(),
+        journal: ledger.journal.clone(),
+        counters: ledger.counters.clone(),
+        closed,
+        revision: gateway.revision(),
+    }
+}
+
+/// Carry out effects in order. Executions complete at once, so the run is
+/// deterministic; the binary's driver completes them from worker threads.
+fn drive(
+    gateway: &mut Gateway,
+    effects: Vec<Effect>,
+    executor: &dyn Executor,
+    stdout: &mut Vec<u8>,
+    closed: &mut Option<CloseReason>,
+) {
+    let mut queue = std::collections::VecDeque::from(effects);
+    while let Some(effect) = queue.pop_front() {
+        match effect {
+            Effect::Write(frame) => stdout.extend_from_slice(&frame),
+            Effect::Execute(ticket, action) => {
+                let outcome: Outcome = executor.execute(&action);
+                queue.extend(gateway.complete(ticket, outcome));
+            }
+            Effect::Cancel(_) => {}
+            Effect::Close(reason) => {
+                *closed = Some(reason);
+            }
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! The nightly report: `report.json` for machines, `report.md` for people.
+
+use serde::Serialize;
+
+use crate::budget::format_secs;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// When the run started (UTC).
+    pub started: String,
+    /// Fuzzing budget for all targets together, in seconds.
+    pub budget_secs: u64,
+    pub jobs: u32,
+    /// `rustc +nightly --version`.
+    pub toolchain: String,
+    /// `cargo fuzz --version`.
+    pub cargo_fuzz: String,
+    /// Time spent building the fuzz targets.
+    pub build_secs: f64,
+    /// Wall time of the whole run.
+    pub total_secs: f64,
+    pub targets: Vec<TargetReport>,
+    pub crashes: usize,
+    /// No crashes and no errors.
+    pub ok: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    pub target: String,
+    /// `ok`, `crashed` or `error`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// This target's share of the budget, in seconds.
+    pub budget_secs: u64,
+    /// Wall time of the fuzzing run.
+    pub duration_secs: f64,
+    pub execs: u64,
+    pub execs_per_sec: u64,
+    /// Last `cov:` figure (coverage counters).
+    pub coverage: Option<u64>,
+    /// Last `ft:` figure (features).
+    pub features: Option<u64>,
+    pub peak_rss_mb: Option<u64>,
+    /// Files in the checked-in `corpus/<target>/` before and after merging.
+    pub corpus_size_before: usize,
+    pub corpus_size_after: usize,
+    /// Files in the scratch working corpus `fuzz/corpus/<target>/`.
+    pub working_corpus_size: usize,
+    /// Regression inputs used as extra seeds.
+    pub regression_seeds: usize,
+    pub crashes: usize,
+    pub candidates: Vec<Candidate>,
+    pub log: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    /// `crash`, `timeout`, `oom` or `leak`.
+    pub kind: String,
+    /// The minimized input, `candidates/<target>/<name>.bin`.
+    pub path: String,
+    /// Its sidecar, `candidates/<target>/<name>.toml`.
+    pub sidecar: String,
+    /// The raw artifact libFuzzer wrote.
+    pub artifact: String,
+    pub summary: String,
+    pub size_bytes: u64,
+    /// Whether `cargo fuzz tmin` produced a smaller input.
+    pub minimized: bool,
+}
+
+fn opt(value: Option<u64>) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| v.to_string())
+}
+
+/// Renders the Markdown report.
+pub fn render_markdown(report: &Report) -> String {
+    let mut md = String::new();
+    let verdict = if report.ok {
+        "✅ no crashes".to_owned()
+    } else if report.crashes > 0 {
+        format!("❌ {} crash(es)", report.crashes)
+    } else {
+        "⚠️ errors (see below)".to_owned()
+    };
+    md.push_str("# Nightly fuzzing report\n\n");
+    md.push_str(&format!(
+        "- **Result:** {verdict}\n- **Started:** {}\n- **Budget:** {} over {} target(s), {} job(s) each\n- **Build:** {:.0}s; **total wall time:** {:.0}s\n- **Toolchain:** {}; {}\n\n",
+        report.started,
+        format_secs(report.budget_secs),
+        report.targets.len(),
+        report.jobs,
+        report.build_secs,
+        report.total_secs,
+        report.toolchain,
+        report.cargo_fuzz,
+    ));
+    md.push_str("| target | status | time | execs | exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for t in &report.targets {
+        md.push_str(&format!(
+            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
+            t.target,
+            t.status,
+            t.duration_secs,
+            format_secs(t.budget_secs),
+            t.execs,
+            t.execs_per_sec,
+            opt(t.coverage),
+            opt(t.features),
+            t.corpus_size_before,
+            t.corpus_size_after,
+            t.crashes,
+            t.peak_rss_mb.map_or_else(|| "–".to_owned(), |mb| format!("{mb} MB")),
+        ));
+    }
+
+    let crashed: Vec<_> = report.targets.iter().filter(|t| !t.candidates.is_empty()).collect();
+    if !crashed.is_empty() {
+        md.push_str("\n## Crashes\n\nEach candidate is minimized and has a sidecar; after fixing the defect, promote it so that `cargo test` replays it forever:\n");
+        for t in crashed {
+            for c in &t.candidates {
+                md.push_str(&format!(
+                    "\n### `{}` {}: {}\n\n- input: `{}` ({} bytes{})\n- sidecar: `{}`\n- raw artifact: `{}`\n- reproduce: `cargo +nightly fuzz run {} {}`\n- promote: `cargo xtask promote {} --target {}`\n",
+                    t.target,
+                    c.kind,
+                    c.summary,
+                    c.path,
+                    c.size_bytes,
+                    if c.minimized { ", minimized" } else { "" },
+                    c.sidecar,
+                    c.artifact,
+                    t.target,
+                    c.path,
+                    c.path,
+                    t.target,
+                ));
+            }
+        }
+    }
+
+    let errors: Vec<_> = report.targets.iter().filter(|t| t.error.is_some()).collect();
+    if !errors.is_empty() {
+        md.push_str("\n## Errors\n\n");
+        for t in errors {
+            md.push_str(&format!(
+                "- `{}`: {} (log: `{}`)\n",
+                t.target,
+                t.error.as_deref().unwrap_or_default(),
+                t.log
+            ));
+        }
+    }
+
+    md.push_str("\n## Logs\n\n");
+    for t in &report.targets {
+        md.push_str(&format!("- `{}`: `{}`\n", t.target, t.log));
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(name: &str) -> TargetReport {
+        TargetReport {
+            target: name.to_owned(),
+            status: "ok".to_owned(),
+            error: None,
+            budget_secs: 60,
+            duration_secs: 60.4,
+            execs: 1000,
+            execs_per_sec: 16,
+            coverage: Some(71),
+            features: Some(272),
+            peak_rss_mb: Some(28),
+            corpus_size_before: 3,
+            corpus_size_after: 9,
+            working_corpus_size: 40,
+            regression_seeds: 0,
+            crashes: 0,
+            candidates: Vec::new(),
+            log: format!("target/nightly/logs/{name}/fuzz.log"),
+        }
+    }
+
+    #[test]
+    fn markdown_has_a_row_per_target_and_a_section_per_crash() {
+        let mut crashed = target("chunking");
+        crashed.status = "crashed".to_owned();
+        crashed.crashes = 1;
+        crashed.candidates.push(Candidate {
+            kind: "crash".to_owned(),
+            path: "target/nightly/candidates/chunking/crash-abc.bin".to_owned(),
+            sidecar: "target/nightly/candidates/chunking/crash-abc.toml".to_owned(),
+            artifact: "target/nightly/artifacts/chunking/crash-abc".to_owned(),
+            summary: "boom (panicked at src/lib.rs:1:1)".to_owned(),
+            size_bytes: 3,
+            minimized: true,
+        });
+        let report = Report {
+            started: "2025-06-18T01:02:03Z".to_owned(),
+            budget_secs: 120,
+            jobs: 1,
+            toolchain: "rustc 1.97.0-nightly".to_owned(),
+            cargo_fuzz: "cargo-fuzz 0.13.2".to_owned(),
+            build_secs: 100.0,
+            total_secs: 230.0,
+            targets: vec![target("strict_json"), crashed],
+            crashes: 1,
+            ok: false,
+        };
+        let md = render_markdown(&report);
+        assert!(md.contains("❌ 1 crash(es)"), "{md}");
+        assert!(md.contains("| `strict_json` | ok | 60s / 1m | 1000 | 16 | 71 | 272 | 3 → 9 | 0 | 28 MB |"), "{md}");
+        assert!(md.contains("### `chunking` crash: boom (panicked at src/lib.rs:1:1)"), "{md}");
+        assert!(md.contains("cargo xtask promote target/nightly/candidates/chunking/crash-abc.bin --target chunking"), "{md}");
+
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["targets"][1]["candidates"][0]["kind"], "crash");
+        assert_eq!(json["targets"][0]["corpus_size_after"], 9);
+        assert!(json["targets"][0].get("error").is_none());
+    }
+}
