@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod inspect;
+mod replay;
 
 /// A strict stdio boundary in front of an MCP server.
 #[derive(Debug, Parser)]
@@ -25,12 +26,16 @@ enum Command {
     /// Report, line by line, whether the wire layer accepts a file of
     /// newline-delimited frames.
     Inspect(inspect::InspectArgs),
+    /// Feed a captured stdin stream through the gateway with the Recorder
+    /// (no real side effects) and print what happened.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect(args) => inspect::run(&args),
+        Command::Replay(args) => replay::run(&args),
     };
     match result {
         Ok(code) => code,

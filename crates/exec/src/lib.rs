@@ -1,1 +1,103 @@
+//! Portcullis executors: the code that finally touches a network or a
+//! process, and only with an [`AuthorizedAction`].
+//!
+//! - [`HttpExecutor`] sends one HTTP request with `ureq` (no proxy, no
+//!   redirects, no cookies, a global timeout, a capped body).
+//! - [`SshExecutor`] runs one remote command with the system OpenSSH client
+//!   (argv on the local side, single-quoted words on the remote side,
+//!   strict host key checking, a killed child at the deadline, capped
+//!   output).
+//! - [`RealExecutor`] dispatches on the action's target; the binary uses it.
+//!
+//! Every outcome is an [`Outcome`]; nothing here panics on anything the
+//! remote side does, prints to stdout, or puts a credential in a message
+//! or a log line. Logs carry the tool, host and port, never URLs, argv or
+//! credentials (argument values may be secrets).
+
 #![forbid(unsafe_code)]
+
+pub mod http;
+mod output;
+pub mod ssh;
+#[doc(hidden)]
+pub mod testing;
+
+use std::time::Duration;
+
+use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Outcome};
+
+pub use crate::http::{HttpError, HttpExecutor};
+pub use crate::ssh::{SshError, SshExecutor, quote_remote_argv, ssh_args};
+
+/// Dispatches each action to the HTTP or SSH executor by its target.
+#[derive(Debug, Clone, Default)]
+pub struct RealExecutor {
+    http: HttpExecutor,
+    ssh: SshExecutor,
+}
+
+impl RealExecutor {
+    /// Default HTTP executor, and `ssh` from `PATH`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// From configured parts.
+    pub fn with_parts(http: HttpExecutor, ssh: SshExecutor) -> Self {
+        Self { http, ssh }
+    }
+
+    /// The HTTP executor.
+    pub fn http(&self) -> &HttpExecutor {
+        &self.http
+    }
+
+    /// The SSH executor.
+    pub fn ssh(&self) -> &SshExecutor {
+        &self.ssh
+    }
+}
+
+impl Executor for RealExecutor {
+    fn execute(&self, action: &AuthorizedAction) -> Outcome {
+        match action.target() {
+            ActionTarget::Http(_) => self.http.execute(action),
+            ActionTarget::Ssh(_) => self.ssh.execute(action),
+        }
+    }
+}
+
+/// `2s`, or `1500ms` when not a whole number of seconds.
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// `text` with every occurrence of the secret replaced.
+pub(crate) fn scrub(text: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if !s.is_empty() && text.contains(s) => text.replace(s, "<redacted>"),
+        _ => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn scrubbing() {
+        assert_eq!(scrub("a tok b", Some("tok")), "a <redacted> b");
+        assert_eq!(scrub("a b", None), "a b");
+        assert_eq!(scrub("a b", Some("")), "a b");
+    }
+}

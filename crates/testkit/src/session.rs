@@ -79,6 +79,21 @@ pub fn run_session_with(
     chunking: &Chunking,
     recorder: &Recorder,
 ) -> SessionReport {
+    let report = run_session_unchecked(policy, bytes, chunking, recorder);
+    if let Err(violation) = check_transcript(&report.stdout) {
+        panic!("{violation}\n(session input: {} bytes)", bytes.len());
+    }
+    report
+}
+
+/// Drive a session without asserting on stdout; for tools (such as
+/// `portcullis replay`) that report a bad transcript instead of panicking.
+pub fn run_session_unchecked(
+    policy: &Arc<Policy>,
+    bytes: &[u8],
+    chunking: &Chunking,
+    recorder: &Recorder,
+) -> SessionReport {
     let mut gateway = Gateway::new(Arc::clone(policy), Config::from_policy(policy));
     let mut stdout = Vec::new();
     let mut closed = None;
@@ -92,9 +107,6 @@ pub fn run_session_with(
     if closed.is_none() {
         let effects = gateway.end_of_input();
         drive(&mut gateway, effects, recorder, &mut stdout, &mut closed);
-    }
-    if let Err(violation) = check_transcript(&stdout) {
-        panic!("{violation}\n(session input: {} bytes)", bytes.len());
     }
     let ledger = gateway.ledger();
     SessionReport {
