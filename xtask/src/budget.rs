@@ -35,7 +35,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             }
         };
         if digits.is_empty() {
-            return Err(format!("duration {text:?}: unit {c:?} has no number before it"));
+            return Err(format!(
+                "duration {text:?}: unit {c:?} has no number before it"
+            ));
         }
         let value = digits
             .parse::<u64>()
@@ -125,7 +127,11 @@ mod tests {
             assert!(!err.is_empty(), "{bad:?}");
         }
         assert!(parse_duration("5d").unwrap_err().contains("unknown unit"));
-        assert!(parse_duration("99999999999999999999h").unwrap_err().contains("too large"));
+        assert!(
+            parse_duration("99999999999999999999h")
+                .unwrap_err()
+                .contains("too large")
+        );
     }
 
     #[test]

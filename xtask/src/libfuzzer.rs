@@ -5,7 +5,7 @@
 //! tests against real libFuzzer output.
 
 /// One libFuzzer status line, e.g.
-/// `#524288	pulse  cov: 71 ft: 269 corp: 94/19Kb lim: 4096 exec/s: 262144 rss: 27Mb`.
+/// `#524288 pulse  cov: 71 ft: 269 corp: 94/19Kb lim: 4096 exec/s: 262144 rss: 27Mb`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Status {
     /// Executions so far (the `#N`).
@@ -355,7 +355,10 @@ stat::peak_rss_mb:              28
         assert_eq!(s.execs, 524_288);
         assert_eq!(s.event, "pulse");
         assert_eq!((s.cov, s.ft), (Some(71), Some(269)));
-        assert_eq!((s.corp_units, s.corp_size.as_deref()), (Some(94), Some("19Kb")));
+        assert_eq!(
+            (s.corp_units, s.corp_size.as_deref()),
+            (Some(94), Some("19Kb"))
+        );
         assert_eq!((s.exec_per_sec, s.rss_mb), (Some(262_144), Some(27)));
         assert_eq!(
             s.condensed(),
@@ -366,7 +369,10 @@ stat::peak_rss_mb:              28
     #[test]
     fn inited_on_an_empty_corpus_has_no_coverage_yet() {
         let s = parse_status_line("#2\tINITED exec/s: 0 rss: 27Mb").unwrap();
-        assert_eq!((s.event.as_str(), s.cov, s.rss_mb), ("INITED", None, Some(27)));
+        assert_eq!(
+            (s.event.as_str(), s.cov, s.rss_mb),
+            ("INITED", None, Some(27))
+        );
     }
 
     #[test]
@@ -425,10 +431,22 @@ stat::peak_rss_mb:              28
     #[test]
     fn artifact_names_are_classified() {
         let sha = "da39a3ee5e6b4b0d3255bfef95601890afd80709";
-        assert_eq!(artifact_kind(&format!("crash-{sha}")), Some(ArtifactKind::Crash));
-        assert_eq!(artifact_kind(&format!("timeout-{sha}")), Some(ArtifactKind::Timeout));
-        assert_eq!(artifact_kind(&format!("oom-{sha}")), Some(ArtifactKind::Oom));
-        assert_eq!(artifact_kind(&format!("leak-{sha}")), Some(ArtifactKind::Leak));
+        assert_eq!(
+            artifact_kind(&format!("crash-{sha}")),
+            Some(ArtifactKind::Crash)
+        );
+        assert_eq!(
+            artifact_kind(&format!("timeout-{sha}")),
+            Some(ArtifactKind::Timeout)
+        );
+        assert_eq!(
+            artifact_kind(&format!("oom-{sha}")),
+            Some(ArtifactKind::Oom)
+        );
+        assert_eq!(
+            artifact_kind(&format!("leak-{sha}")),
+            Some(ArtifactKind::Leak)
+        );
         assert_eq!(artifact_kind(&format!("slow-unit-{sha}")), None);
         assert_eq!(artifact_kind(&format!("minimized-from-{sha}")), None);
         assert_eq!(artifact_kind("crash-"), None);
@@ -487,8 +505,12 @@ SUMMARY: libFuzzer: deadly signal
 
     #[test]
     fn timeouts_ooms_and_sanitizer_reports_are_summarised() {
-        let timeout = "==77== ERROR: libFuzzer: timeout after 10 seconds\nSUMMARY: libFuzzer: timeout\n";
-        assert_eq!(crash_summary(timeout).unwrap(), "libFuzzer: timeout after 10 seconds");
+        let timeout =
+            "==77== ERROR: libFuzzer: timeout after 10 seconds\nSUMMARY: libFuzzer: timeout\n";
+        assert_eq!(
+            crash_summary(timeout).unwrap(),
+            "libFuzzer: timeout after 10 seconds"
+        );
 
         let oom = "==77== ERROR: libFuzzer: out-of-memory (used: 2100Mb; exceeds: 2048Mb)\n\
                    SUMMARY: libFuzzer: out-of-memory\n";
@@ -504,7 +526,8 @@ SUMMARY: libFuzzer: deadly signal
             "AddressSanitizer: heap-buffer-overflow src/lib.rs:3:4 in parse"
         );
 
-        let overflow = "\nthread '<unnamed>' has overflowed its stack\nfatal runtime error: stack overflow\n";
+        let overflow =
+            "\nthread '<unnamed>' has overflowed its stack\nfatal runtime error: stack overflow\n";
         assert_eq!(
             crash_summary(overflow).unwrap(),
             "stack overflow: thread '<unnamed>' has overflowed its stack"

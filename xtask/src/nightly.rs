@@ -122,23 +122,38 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         if shares.iter().all(|s| *s == shares[0]) {
             format_secs(shares[0])
         } else {
-            format!("{}–{}", format_secs(shares[shares.len() - 1]), format_secs(shares[0]))
+            format!(
+                "{}–{}",
+                format_secs(shares[shares.len() - 1]),
+                format_secs(shares[0])
+            )
         },
         opts.jobs,
     );
-    println!("    (building, corpus merging and crash minimization take time on top of the budget)");
+    println!(
+        "    (building, corpus merging and crash minimization take time on top of the budget)"
+    );
 
     let build_started = Instant::now();
-    build(project, &opts.toolchain, &host, &targets, targets.len() == all.len())?;
+    build(
+        project,
+        &opts.toolchain,
+        &host,
+        &targets,
+        targets.len() == all.len(),
+    )?;
     let build_secs = build_started.elapsed().as_secs_f64();
-    println!("==> built {} fuzz target(s) in {build_secs:.0}s", targets.len());
+    println!(
+        "==> built {} fuzz target(s) in {build_secs:.0}s",
+        targets.len()
+    );
 
     fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
     let mut reports = Vec::new();
     for (i, (target, share)) in targets.iter().zip(&shares).enumerate() {
         let position = format!("[{}/{}]", i + 1, targets.len());
-        let report = fuzz_target(project, opts, &host, target, *share, &position)
-            .unwrap_or_else(|e| {
+        let report =
+            fuzz_target(project, opts, &host, target, *share, &position).unwrap_or_else(|e| {
                 println!("  {position} {target}: error: {e:#}");
                 error_report(project, opts, target, *share, &e)
             });
@@ -194,7 +209,10 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         );
     }
     if errors > 0 {
-        bail!("{errors} target(s) failed to fuzz; see {}", project.display(&md_path));
+        bail!(
+            "{errors} target(s) failed to fuzz; see {}",
+            project.display(&md_path)
+        );
     }
     Ok(())
 }
@@ -249,7 +267,13 @@ fn find_cxx() -> Option<String> {
         })
 }
 
-fn build(project: &Project, toolchain: &str, host: &str, targets: &[String], all: bool) -> Result<()> {
+fn build(
+    project: &Project,
+    toolchain: &str,
+    host: &str,
+    targets: &[String],
+    all: bool,
+) -> Result<()> {
     // One invocation builds every target; a subset is built target by target.
     let runs: Vec<Option<&String>> = if all {
         vec![None]
@@ -450,7 +474,9 @@ fn fuzz_target(
     if !found.is_empty() {
         let fuzz_log = String::from_utf8_lossy(&fs::read(&log)?).into_owned();
         for artifact in &found {
-            candidates.push(make_candidate(project, opts, host, target, &bin, artifact, &fuzz_log)?);
+            candidates.push(make_candidate(
+                project, opts, host, target, &bin, artifact, &fuzz_log,
+            )?);
         }
     } else if !streamed.status.success() && error.is_none() {
         error = Some(format!(
@@ -583,7 +609,11 @@ fn merge_corpus(
         bail!(
             "merging into {} failed ({}); see {}",
             corpus.display(),
-            if streamed.timed_out { "timed out".to_owned() } else { streamed.status.to_string() },
+            if streamed.timed_out {
+                "timed out".to_owned()
+            } else {
+                streamed.status.to_string()
+            },
             merge_log.display()
         );
     }
@@ -659,7 +689,9 @@ fn make_candidate(
         .as_deref()
         .and_then(crash_summary)
         .or_else(|| crash_summary(fuzz_log))
-        .unwrap_or_else(|| format!("libFuzzer reported a {kind}; it did not reproduce when re-run alone"));
+        .unwrap_or_else(|| {
+            format!("libFuzzer reported a {kind}; it did not reproduce when re-run alone")
+        });
     let sidecar_path = dir.join(format!("{name}.toml"));
     Sidecar {
         summary: summary.clone(),
@@ -701,14 +733,20 @@ mod tests {
     fn crash_lines_are_notable_and_progress_is_not() {
         assert!(is_notable("==1== ERROR: libFuzzer: deadly signal"));
         assert!(is_notable("thread '<unnamed>' panicked at src/lib.rs:1:1:"));
-        assert!(is_notable("artifact_prefix='a/'; Test unit written to a/crash-1"));
-        assert!(!is_notable("#3\tNEW    cov: 5 ft: 6 corp: 2/3b exec/s: 0 rss: 27Mb"));
+        assert!(is_notable(
+            "artifact_prefix='a/'; Test unit written to a/crash-1"
+        ));
+        assert!(!is_notable(
+            "#3\tNEW    cov: 5 ft: 6 corp: 2/3b exec/s: 0 rss: 27Mb"
+        ));
         assert!(!is_notable("INFO: Seed: 1"));
     }
 
     #[test]
     fn build_flags_pin_profile_triple_and_target_dir() {
-        let project = Project { root: PathBuf::from("/repo") };
+        let project = Project {
+            root: PathBuf::from("/repo"),
+        };
         let flags = build_flags(&project, "x86_64-unknown-linux-gnu");
         assert_eq!(
             flags,

@@ -176,7 +176,10 @@ pub fn run_streaming(
         on_tick(start.elapsed());
         match killed_at {
             None if start.elapsed() > deadline => {
-                writeln!(log_file, "xtask: deadline of {deadline:?} passed; killing the process")?;
+                writeln!(
+                    log_file,
+                    "xtask: deadline of {deadline:?} passed; killing the process"
+                )?;
                 match kill {
                     Kill::Child => {
                         let _ = child.kill();
@@ -212,7 +215,14 @@ mod tests {
     #[test]
     fn describe_quotes_only_what_needs_it() {
         let mut cmd = Command::new("cargo");
-        cmd.args(["+nightly", "fuzz", "run", "-max_total_time=60", "a b", "it's"]);
+        cmd.args([
+            "+nightly",
+            "fuzz",
+            "run",
+            "-max_total_time=60",
+            "a b",
+            "it's",
+        ]);
         assert_eq!(
             describe(&cmd),
             r"cargo +nightly fuzz run -max_total_time=60 'a b' 'it'\''s'"
@@ -241,7 +251,10 @@ mod tests {
         assert_eq!(lines, ["one", "two"]);
         let logged = std::fs::read_to_string(&log).unwrap();
         assert!(logged.starts_with("$ sh -c "), "{logged}");
-        assert!(logged.contains("one\n") && logged.contains("two\n"), "{logged}");
+        assert!(
+            logged.contains("one\n") && logged.contains("two\n"),
+            "{logged}"
+        );
     }
 
     #[test]

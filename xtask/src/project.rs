@@ -34,7 +34,10 @@ impl Project {
 
     /// A built fuzz target.
     pub fn fuzz_binary(&self, host: &str, target: &str) -> PathBuf {
-        self.fuzz_target_dir().join(host).join("release").join(target)
+        self.fuzz_target_dir()
+            .join(host)
+            .join("release")
+            .join(target)
     }
 
     /// Checked-in, minimized seed corpus.
@@ -126,7 +129,9 @@ pub fn copy_missing(from: &Path, to: &Path) -> Result<usize> {
     fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     let mut copied = 0;
     for file in files_in(from)? {
-        let Some(name) = file.file_name() else { continue };
+        let Some(name) = file.file_name() else {
+            continue;
+        };
         let dest = to.join(name);
         if !dest.exists() {
             fs::copy(&file, &dest)
@@ -172,7 +177,13 @@ path = "fuzz_targets/strict_json.rs"
         let targets = Project::locate().fuzz_targets().unwrap();
         assert_eq!(
             targets,
-            ["stdin_bytes", "session_model", "chunking", "stdout_frames", "strict_json"]
+            [
+                "stdin_bytes",
+                "session_model",
+                "chunking",
+                "stdout_frames",
+                "strict_json"
+            ]
         );
     }
 
@@ -182,8 +193,13 @@ path = "fuzz_targets/strict_json.rs"
         assert_eq!(select_targets(&all, &[]).unwrap(), all);
         let picked = select_targets(&all, &["c".into(), "a".into()]).unwrap();
         assert_eq!(picked, ["a", "c"]);
-        let err = select_targets(&all, &["zz".into()]).unwrap_err().to_string();
-        assert!(err.contains("unknown fuzz target \"zz\"") && err.contains("a, b, c"), "{err}");
+        let err = select_targets(&all, &["zz".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("unknown fuzz target \"zz\"") && err.contains("a, b, c"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -198,6 +214,9 @@ path = "fuzz_targets/strict_json.rs"
         assert_eq!(copy_missing(&from, &to).unwrap(), 1);
         assert_eq!(fs::read_to_string(to.join("a")).unwrap(), "old a");
         assert_eq!(fs::read_to_string(to.join("b")).unwrap(), "b");
-        assert_eq!(files_in(&dir.path().join("missing")).unwrap(), Vec::<PathBuf>::new());
+        assert_eq!(
+            files_in(&dir.path().join("missing")).unwrap(),
+            Vec::<PathBuf>::new()
+        );
     }
 }

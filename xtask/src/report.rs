@@ -113,11 +113,16 @@ pub fn render_markdown(report: &Report) -> String {
             t.corpus_size_before,
             t.corpus_size_after,
             t.crashes,
-            t.peak_rss_mb.map_or_else(|| "–".to_owned(), |mb| format!("{mb} MB")),
+            t.peak_rss_mb
+                .map_or_else(|| "–".to_owned(), |mb| format!("{mb} MB")),
         ));
     }
 
-    let crashed: Vec<_> = report.targets.iter().filter(|t| !t.candidates.is_empty()).collect();
+    let crashed: Vec<_> = report
+        .targets
+        .iter()
+        .filter(|t| !t.candidates.is_empty())
+        .collect();
     if !crashed.is_empty() {
         md.push_str("\n## Crashes\n\nEach candidate is minimized and has a sidecar; after fixing the defect, promote it so that `cargo test` replays it forever:\n");
         for t in crashed {
@@ -141,7 +146,11 @@ pub fn render_markdown(report: &Report) -> String {
         }
     }
 
-    let errors: Vec<_> = report.targets.iter().filter(|t| t.error.is_some()).collect();
+    let errors: Vec<_> = report
+        .targets
+        .iter()
+        .filter(|t| t.error.is_some())
+        .collect();
     if !errors.is_empty() {
         md.push_str("\n## Errors\n\n");
         for t in errors {
@@ -215,8 +224,16 @@ mod tests {
         };
         let md = render_markdown(&report);
         assert!(md.contains("❌ 1 crash(es)"), "{md}");
-        assert!(md.contains("| `strict_json` | ok | 60s / 1m | 1000 | 16 | 71 | 272 | 3 → 9 | 0 | 28 MB |"), "{md}");
-        assert!(md.contains("### `chunking` crash: boom (panicked at src/lib.rs:1:1)"), "{md}");
+        assert!(
+            md.contains(
+                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | 71 | 272 | 3 → 9 | 0 | 28 MB |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("### `chunking` crash: boom (panicked at src/lib.rs:1:1)"),
+            "{md}"
+        );
         assert!(md.contains("cargo xtask promote target/nightly/candidates/chunking/crash-abc.bin --target chunking"), "{md}");
 
         let json = serde_json::to_value(&report).unwrap();

@@ -107,7 +107,10 @@ mod tests {
     #[test]
     fn datetimes_are_utc_with_seconds() {
         assert_eq!(iso_datetime(at(0)), "1970-01-01T00:00:00Z");
-        assert_eq!(iso_datetime(at(1_750_204_800 + 3723)), "2025-06-18T01:02:03Z");
+        assert_eq!(
+            iso_datetime(at(1_750_204_800 + 3723)),
+            "2025-06-18T01:02:03Z"
+        );
     }
 
     #[test]

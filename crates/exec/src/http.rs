@@ -292,21 +292,30 @@ mod tests {
             let url = Url::parse(text).unwrap();
             let uri = request_uri(&url).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(uri.host(), url.host_str(), "{text}");
+            assert_eq!(uri.to_string(), url.as_str(), "{text}");
         }
     }
 
     #[test]
     fn uri_conversion_of_characters_url_leaves_raw() {
-        // `url` leaves some characters unescaped in queries that `http`
-        // might reject; either way the host must not change.
+        // `url` leaves some characters unescaped (`|`, `^` in paths); the
+        // request URI must carry the serialization unchanged.
         let mut url = Url::parse("http://127.0.0.1:8080/p").unwrap();
         url.query_pairs_mut().append_pair("q", "{a|b}^`\\");
         url.path_segments_mut().unwrap().push("{x}|^");
-        match request_uri(&url) {
-            Ok(uri) => assert_eq!(uri.host(), Some("127.0.0.1")),
-            Err(HttpError::Uri(_)) => {}
-            Err(other) => panic!("{other}"),
-        }
+        let uri = request_uri(&url).unwrap();
+        assert_eq!(uri.to_string(), url.as_str());
+        assert_eq!(uri.host(), Some("127.0.0.1"));
+    }
+
+    #[test]
+    fn agent_settings() {
+        let executor = HttpExecutor::new();
+        let config = executor.agent.config();
+        assert!(config.proxy().is_none());
+        assert_eq!(config.max_redirects(), 0);
+        assert!(!config.http_status_as_error());
+        assert_eq!(config.max_idle_connections(), 0);
     }
 
     #[test]

@@ -48,6 +48,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Outcome, SshCommand};
@@ -208,7 +209,7 @@ impl SshExecutor {
         }
         let (waited, stdout, stderr) = collected?;
         drop(scratch);
-        Ok(render(&waited, &stdout, &stderr, timeout))
+        Ok(render(&waited, stdout.as_ref(), stderr.as_ref(), timeout))
     }
 }
 
@@ -327,6 +328,37 @@ pub fn quote_remote_argv(argv: &[String]) -> String {
     out
 }
 
+/// Append one stream to `text`: stdout unlabelled, stderr under a
+/// `[stderr]` line; then a truncation note when the cap was hit.
+fn stream_section(text: &mut String, name: &str, captured: Option<&Capped>) {
+    let mut section = |piece: &str| {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(piece);
+    };
+    let Some(captured) = captured else {
+        section(&format!(
+            "[{name} not collected: still open {}s after ssh ended]",
+            READER_GRACE.as_secs()
+        ));
+        return;
+    };
+    if !captured.bytes.is_empty() {
+        if name != "stdout" {
+            section(&format!("[{name}]\n"));
+        }
+        section(&text_of(&captured.bytes, captured.truncated));
+    }
+    if captured.truncated {
+        section(&format!(
+            "[{name} truncated at {} bytes; {} more bytes discarded]",
+            captured.bytes.len(),
+            captured.discarded
+        ));
+    }
+}
+
 fn write_private(path: &Path, key: &str) -> io::Result<()> {
     use std::io::Write;
     let mut file = std::fs::OpenOptions::new()
@@ -348,42 +380,60 @@ enum Waited {
     WaitFailed(io::Error),
 }
 
-type Collected = (Waited, Capped, Capped);
+/// How long the output readers may take to see end-of-file once `ssh` has
+/// ended. Only a process that inherited the pipes and outlived `ssh` can
+/// hold them open that long; its output is then not collected.
+const READER_GRACE: Duration = Duration::from_secs(2);
 
-/// Read stdout and stderr concurrently while waiting for the child, killing
-/// it at the deadline.
+/// The end state plus stdout and stderr (`None`: still open at the grace
+/// deadline).
+type Collected = (Waited, Option<Capped>, Option<Capped>);
+
+fn spawn_reader<R: io::Read + Send + 'static>(
+    stream: R,
+    cap: usize,
+    name: &str,
+) -> io::Result<mpsc::Receiver<Capped>> {
+    let (tx, rx) = mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name(format!("ssh-{name}"))
+        .spawn(move || {
+            let captured = match read_capped(stream, cap, Overflow::Drain) {
+                Ok(c) => c,
+                Err((_, partial)) => partial,
+            };
+            let _ = tx.send(captured);
+        })?;
+    Ok(rx)
+}
+
+/// Read stdout and stderr concurrently (one thread each) while waiting for
+/// the child, killing it at the deadline.
 fn collect(child: &mut Child, cap: usize, timeout: Duration) -> Result<Collected, SshError> {
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    std::thread::scope(|scope| {
-        let reader = |stream: Option<Box<dyn io::Read + Send>>, name: &str| {
-            std::thread::Builder::new()
-                .name(format!("ssh-{name}"))
-                .spawn_scoped(scope, move || match stream {
-                    None => Capped::default(),
-                    Some(s) => match read_capped(s, cap, Overflow::Drain) {
-                        Ok(c) => c,
-                        Err((_, partial)) => partial,
-                    },
-                })
-                .map_err(SshError::Thread)
-        };
-        let out = reader(stdout.map(|s| Box::new(s) as Box<dyn io::Read + Send>), "stdout");
-        let err = reader(stderr.map(|s| Box::new(s) as Box<dyn io::Read + Send>), "stderr");
-        let (out, err) = match (out, err) {
-            (Ok(o), Ok(e)) => (o, e),
-            (Err(e), _) | (_, Err(e)) => {
-                // Kill before the scope joins whichever reader did start.
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
-        let waited = wait_until(child, Instant::now() + timeout);
-        let out = out.join().unwrap_or_default();
-        let err = err.join().unwrap_or_default();
-        Ok((waited, out, err))
-    })
+    let deadline = Instant::now() + timeout;
+    let out = child
+        .stdout
+        .take()
+        .map(|s| spawn_reader(s, cap, "stdout"))
+        .transpose()
+        .map_err(SshError::Thread)?;
+    let err = child
+        .stderr
+        .take()
+        .map(|s| spawn_reader(s, cap, "stderr"))
+        .transpose()
+        .map_err(SshError::Thread)?;
+    let waited = wait_until(child, deadline);
+    let grace = Instant::now() + READER_GRACE;
+    let receive = |rx: Option<mpsc::Receiver<Capped>>| match rx {
+        None => Some(Capped::default()),
+        Some(rx) => rx
+            .recv_timeout(grace.saturating_duration_since(Instant::now()))
+            .ok(),
+    };
+    let out = receive(out);
+    let err = receive(err);
+    Ok((waited, out, err))
 }
 
 fn wait_until(child: &mut Child, deadline: Instant) -> Waited {
@@ -409,7 +459,12 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Waited {
     }
 }
 
-fn render(waited: &Waited, stdout: &Capped, stderr: &Capped, timeout: Duration) -> Outcome {
+fn render(
+    waited: &Waited,
+    stdout: Option<&Capped>,
+    stderr: Option<&Capped>,
+    timeout: Duration,
+) -> Outcome {
     let (headline, is_error) = match waited {
         Waited::Exited(status) => match (status.code(), status.signal()) {
             (Some(0), _) => (None, false),
@@ -434,36 +489,11 @@ fn render(waited: &Waited, stdout: &Capped, stderr: &Capped, timeout: Duration) 
         Waited::WaitFailed(e) => (Some(format!("waiting for ssh failed: {e}")), true),
     };
     let mut text = String::new();
-    let mut section = |piece: &str| {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(piece);
-    };
     if let Some(line) = &headline {
-        section(line);
+        text.push_str(line);
     }
-    if !stdout.bytes.is_empty() {
-        section(&text_of(&stdout.bytes, stdout.truncated));
-    }
-    if stdout.truncated {
-        section(&format!(
-            "[stdout truncated at {} bytes; {} more bytes discarded]",
-            stdout.bytes.len(),
-            stdout.discarded
-        ));
-    }
-    if !stderr.bytes.is_empty() {
-        section("[stderr]\n");
-        section(&text_of(&stderr.bytes, stderr.truncated));
-    }
-    if stderr.truncated {
-        section(&format!(
-            "[stderr truncated at {} bytes; {} more bytes discarded]",
-            stderr.bytes.len(),
-            stderr.discarded
-        ));
-    }
+    stream_section(&mut text, "stdout", stdout);
+    stream_section(&mut text, "stderr", stderr);
     if text.is_empty() {
         text.push_str("exit status 0 (no output)");
     }
@@ -537,30 +567,33 @@ mod tests {
         };
         let ok = Waited::Exited(ExitStatus::from_raw(0));
         let t = Duration::from_secs(3);
-        assert_eq!(render(&ok, &cap(b"hi\n"), &cap(b""), t), Outcome::success("hi\n"));
+        assert_eq!(render(&ok, Some(&cap(b"hi\n")), Some(&cap(b"")), t), Outcome::success("hi\n"));
         assert_eq!(
-            render(&ok, &cap(b""), &cap(b""), t),
+            render(&ok, Some(&cap(b"")), Some(&cap(b"")), t),
             Outcome::success("exit status 0 (no output)")
         );
         assert_eq!(
-            render(&ok, &cap(b"out"), &cap(b"warn\n"), t),
+            render(&ok, Some(&cap(b"out")), Some(&cap(b"warn\n")), t),
             Outcome::success("out\n[stderr]\nwarn\n")
         );
         let failed = Waited::Exited(ExitStatus::from_raw(3 << 8));
         assert_eq!(
-            render(&failed, &cap(b""), &cap(b"nope"), t),
+            render(&failed, Some(&cap(b"")), Some(&cap(b"nope")), t),
             Outcome::failure("remote command failed: exit status 3\n[stderr]\nnope")
         );
-        let timed = render(&Waited::TimedOut, &cap(b""), &cap(b""), t);
+        let timed = render(&Waited::TimedOut, Some(&cap(b"")), None, t);
         assert!(timed.is_error);
-        assert_eq!(timed.text, "timed out after 3s; the ssh client was killed");
+        assert_eq!(
+            timed.text,
+            "timed out after 3s; the ssh client was killed\n[stderr not collected: still open 2s after ssh ended]"
+        );
         let cut = Capped {
             bytes: b"abc".to_vec(),
             truncated: true,
             discarded: 7,
         };
         assert_eq!(
-            render(&ok, &cut, &cap(b""), t).text,
+            render(&ok, Some(&cut), Some(&cap(b"")), t).text,
             "abc\n[stdout truncated at 3 bytes; 7 more bytes discarded]"
         );
     }

@@ -189,7 +189,14 @@ pub fn stdout_frames(data: &[u8]) {
     ];
     let mut transcript = Vec::new();
     for frame in &frames {
-        let bytes = encode(frame).expect("every outbound message encodes");
+        let bytes = match encode(frame) {
+            Ok(bytes) => bytes,
+            Err(portcullis_wire::EncodeError::UnsafeErrorCode(c)) => {
+                assert!(c.unsigned_abs() >= 1 << 53, "refused a safe code {c}");
+                continue;
+            }
+            Err(err) => panic!("encoder refused a valid message: {err}"),
+        };
         assert_eq!(bytes.iter().filter(|&&b| b == b'\n').count(), 1);
         assert_eq!(bytes.last(), Some(&b'\n'));
         if let Err(v) = check_transcript(&bytes) {

@@ -48,6 +48,11 @@ pub enum EncodeError {
     /// the guard that keeps it so.
     #[error("serialized message contains a raw newline at byte {0}")]
     RawNewline(usize),
+    /// An error code outside ±(2^53−1): peers that read JSON numbers as
+    /// doubles would see a different code, and the transcript checker (the
+    /// strict profile) refuses it.
+    #[error("error code {0} is outside ±(2^53−1)")]
+    UnsafeErrorCode(i64),
 }
 
 #[derive(Serialize)]
@@ -81,6 +86,9 @@ pub fn encode(message: &Outbound) -> Result<Vec<u8>, EncodeError> {
             wire.result = Some(result);
         }
         Outbound::Error { id, error } => {
+            if error.code.unsigned_abs() > crate::strict_json::MAX_SAFE_INTEGER as u64 {
+                return Err(EncodeError::UnsafeErrorCode(error.code));
+            }
             wire.id = id.as_ref();
             wire.error = Some(error);
         }

@@ -1,0 +1,97 @@
+//! proptest properties at the unit level (failures are persisted under
+//! `proptest-regressions/`, which is committed).
+
+use portcullis_gateway::OnInvalid;
+use portcullis_testkit::fixtures::test_policy;
+use portcullis_testkit::harness::{check_model, chunking, stdin_bytes};
+use portcullis_testkit::model::{self, Op, Service};
+use portcullis_testkit::{Chunking, run_session};
+use proptest::prelude::*;
+
+fn ops() -> impl Strategy<Value = (OnInvalid, Vec<Op>)> {
+    proptest::collection::vec(any::<u8>(), 16..512)
+        .prop_filter_map("decodes to ops", |bytes| model::from_fuzz(&bytes))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn recorder_equals_the_model((mode, ops) in ops()) {
+        check_model(&ops, mode);
+    }
+
+    #[test]
+    fn any_chunking_gives_the_same_session((mode, ops) in ops(), sizes in proptest::collection::vec(1usize..97, 1..6)) {
+        let policy = test_policy(mode);
+        let scenario = model::scenario(&ops, mode, policy.server.max_frame_bytes);
+        let whole = run_session(&policy, &scenario.input, &Chunking::Whole);
+        let split = run_session(&policy, &scenario.input, &Chunking::Sizes(sizes));
+        prop_assert_eq!(whole.stdout, split.stdout);
+        prop_assert_eq!(whole.actions, split.actions);
+        prop_assert_eq!(whole.rejections, split.rejections);
+    }
+
+    #[test]
+    fn garbage_around_sessions_never_executes_unreferenced_lines(
+        (mode, ops) in ops(),
+        noise in proptest::collection::vec(any::<u8>(), 0..64),
+        at in any::<prop::sample::Index>(),
+    ) {
+        let policy = test_policy(mode);
+        let mut input = model::scenario(&ops, mode, policy.server.max_frame_bytes).input;
+        let pos = at.index(input.len() + 1);
+        input.splice(pos..pos, noise);
+        stdin_bytes(&input);
+        chunking(&input);
+    }
+}
+
+#[test]
+fn a_valid_session_executes_exactly_once() {
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        let scenario = model::scenario(&model::valid_session(), mode, 65536);
+        assert_eq!(scenario.expected, [("service_status".to_owned(), "api".to_owned())]);
+        check_model(&model::valid_session(), mode);
+    }
+}
+
+#[test]
+fn the_model_predicts_close_at_the_first_invalid_frame() {
+    let ops = [
+        Op::Initialize,
+        Op::Call(Service::Api),
+        Op::DebugLine,
+        Op::Call(Service::Web1),
+    ];
+    let close = model::scenario(&ops, OnInvalid::Close, 65536);
+    assert_eq!(close.expected.len(), 1);
+    assert!(close.closes);
+    check_model(&ops, OnInvalid::Close);
+    let keep = model::scenario(&ops, OnInvalid::KeepOpen, 65536);
+    assert_eq!(keep.expected.len(), 2);
+    check_model(&ops, OnInvalid::KeepOpen);
+}
+
+#[test]
+fn hand_written_sequences_match_the_model() {
+    use model::BadId;
+    let sequences: Vec<Vec<Op>> = vec![
+        vec![Op::Ping, Op::Initialize, Op::Initialized, Op::Call(Service::Web1), Op::ReusedId],
+        vec![Op::ModernCall(Service::Api), Op::Discover, Op::Initialize],
+        vec![Op::Initialize, Op::SameLineBanner, Op::Call(Service::Api)],
+        vec![Op::Initialize, Op::Concatenated, Op::CallCrlf(Service::Api)],
+        vec![Op::Initialize, Op::OverLong, Op::Call(Service::Api)],
+        vec![Op::Initialize, Op::WrongId(BadId::Bool), Op::WrongId(BadId::Huge), Op::Call(Service::Api)],
+        vec![Op::Initialize, Op::UnknownArgument, Op::NotificationCall, Op::Probe(true), Op::Probe(false)],
+        vec![Op::Initialize, Op::UnknownMethod, Op::Cancel(3), Op::EmptyLine, Op::Call(Service::Api)],
+        vec![Op::Call(Service::Api), Op::Initialize, Op::Call(Service::Api), Op::Truncate],
+        vec![Op::Initialize, Op::ModernBadVersion, Op::Call(Service::BadCase), Op::Call(Service::Api)],
+        vec![Op::Initialized, Op::BadUtf8, Op::DuplicateName, Op::ParamsString, Op::UnknownTool, Op::Initialize, Op::ToolsList, Op::Call(Service::Api)],
+    ];
+    for ops in &sequences {
+        for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+            check_model(ops, mode);
+        }
+    }
+}
