@@ -15,39 +15,40 @@ cargo fuzz build -O --debug-assertions
 triple="${FUZZ_TRIPLE:-x86_64-unknown-linux-gnu}"
 build_dir="fuzz/target/$triple/release"
 
-# Zip the files of the given directories, flat, into $1 (nothing if no files).
+# Stage a target's seeds (corpus/<target>/* and regressions/<target>/*.bin;
+# regressions/ also holds .toml sidecars) and zip them flat into $2.
 zip_seeds() {
-    local zipfile="$1"
-    shift
-    local files=()
-    local dir f
-    for dir in "$@"; do
-        [ -d "$dir" ] || continue
-        for f in "$dir"/*; do
-            [ -f "$f" ] || continue
-            # regressions/ also holds .toml sidecars: seed only the inputs.
-            case "$dir" in regressions/*) [[ "$f" == *.bin ]] || continue ;; esac
-            files+=("$f")
-        done
+    local target="$1" zipfile="$2"
+    local stage="$seeds_root/$target"
+    local f
+    rm -rf "$stage" "$zipfile"
+    mkdir -p "$stage"
+    for f in "corpus/$target"/*; do
+        if [ -f "$f" ]; then cp "$f" "$stage/"; fi
     done
-    [ "${#files[@]}" -gt 0 ] || return 0
-    rm -f "$zipfile"
+    for f in "regressions/$target"/*.bin; do
+        if [ -f "$f" ]; then cp "$f" "$stage/regression-$(basename "$f")"; fi
+    done
+    if [ -z "$(ls -A "$stage")" ]; then return 0; fi
     if command -v zip >/dev/null 2>&1; then
-        zip -q -j "$zipfile" "${files[@]}"
+        zip -q -j "$zipfile" "$stage"/*
     else
-        python3 - "$zipfile" "${files[@]}" <<'PY'
+        python3 - "$zipfile" "$stage" <<'PY'
 import os, sys, zipfile
-with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
-    for path in sys.argv[2:]:
-        z.write(path, os.path.basename(path))
+zip_path, stage = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as z:
+    for name in sorted(os.listdir(stage)):
+        z.write(os.path.join(stage, name), name)
 PY
     fi
 }
+
+seeds_root="${WORK:-$(mktemp -d)}/seeds"
 
 for source in fuzz/fuzz_targets/*.rs; do
     target="$(basename "$source" .rs)"
     cp "$build_dir/$target" "$OUT/$target"
     cp fuzz/dict/mcp.dict "$OUT/$target.dict"
     printf '[libfuzzer]\nmax_len = 65536\n' > "$OUT/$target.options"
-    zip_seeds "$OUT/${target}_seed_corpus.zip" "corpus/$target" "regressions/$target"
+    zip_seeds "$target" "$OUT/${target}_seed_corpus.zip"
 done

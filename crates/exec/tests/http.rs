@@ -1,0 +1,378 @@
+//! HttpExecutor against hand-written HTTP/1.1 servers on 127.0.0.1.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portcullis_exec::{HttpExecutor, RealExecutor};
+use portcullis_gateway::{AuthorizedAction, Executor, Outcome, Secret, SecretStore};
+use serde_json::json;
+
+const CANARY: &str = "canary-secret";
+
+/// What the fake server does with each connection.
+enum Reply {
+    /// Write these bytes, then close.
+    Close(Vec<u8>),
+    /// Write these bytes, then keep the connection open and idle.
+    Hold(Vec<u8>),
+    /// Accept, read the request, never answer.
+    Silent,
+}
+
+/// A one-response-per-connection HTTP server. It counts connections and
+/// keeps each request head.
+struct FakeServer {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl FakeServer {
+    fn start(reply: impl FnOnce(u16) -> Reply) -> Self {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        let reply = reply(port);
+        let connections = Arc::new(AtomicUsize::new(0));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (c, h) = (connections.clone(), heads.clone());
+        std::thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                c.fetch_add(1, Ordering::SeqCst);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let head = read_head(&mut stream);
+                h.lock().unwrap().push(head);
+                match &reply {
+                    Reply::Close(bytes) => {
+                        let _ = stream.write_all(bytes);
+                        let _ = stream.flush();
+                        let _ = stream.shutdown(std::net::Shutdown::Write);
+                    }
+                    Reply::Hold(bytes) => {
+                        let _ = stream.write_all(bytes);
+                        let _ = stream.flush();
+                        held.push(stream);
+                    }
+                    Reply::Silent => held.push(stream),
+                }
+            }
+        });
+        Self {
+            port,
+            connections,
+            heads,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn head(&self, i: usize) -> String {
+        self.heads.lock().unwrap()[i].clone()
+    }
+}
+
+fn read_head(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+fn response(status: &str, headers: &[&str], body: &[u8]) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
+    for h in headers {
+        out.push_str(h);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+fn policy(port: u16, method: &str, cap: usize, timeout_ms: u64) -> String {
+    format!(
+        r#"
+[server]
+name = "exec-test"
+
+[credentials.tok]
+env = "PORTCULLIS_EXEC_TEST_UNUSED"
+
+[[tools]]
+name = "fetch"
+timeout_ms = {timeout_ms}
+[tools.http]
+method = "{method}"
+url = "http://127.0.0.1:{port}/items/{{item}}?v=1"
+allow = ["127.0.0.1:{port}"]
+credential = "tok"
+max_response_bytes = {cap}
+[tools.input_schema]
+type = "object"
+required = ["item"]
+properties.item = {{ type = "string" }}
+"#
+    )
+}
+
+fn store() -> SecretStore {
+    let mut store = SecretStore::default();
+    store.insert("tok", Secret::new(CANARY));
+    store
+}
+
+fn action(port: u16, method: &str, cap: usize, timeout_ms: u64, item: &str) -> AuthorizedAction {
+    common::authorize(
+        &policy(port, method, cap, timeout_ms),
+        store(),
+        "fetch",
+        json!({ "item": item }),
+    )
+}
+
+fn run(action: &AuthorizedAction) -> Outcome {
+    HttpExecutor::new().execute(action)
+}
+
+#[test]
+fn get_sends_one_request_with_the_bearer_credential() {
+    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"hello")));
+    let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
+    assert_eq!(outcome, Outcome::success("hello"));
+    assert_eq!(server.connections(), 1);
+    let head = server.head(0);
+    let lower = head.to_ascii_lowercase();
+    assert!(head.starts_with("GET /items/abc?v=1 HTTP/1.1\r\n"), "{head}");
+    assert!(
+        head.contains(&format!("\r\nauthorization: Bearer {CANARY}\r\n"))
+            || head.contains(&format!("\r\nAuthorization: Bearer {CANARY}\r\n")),
+        "{head}"
+    );
+    assert!(
+        lower.contains(&format!("\r\nhost: 127.0.0.1:{}\r\n", server.port)),
+        "{head}"
+    );
+    assert!(!lower.contains("\r\ncookie:"), "{head}");
+    assert!(!lower.contains("\r\naccept-encoding:"), "{head}");
+}
+
+#[test]
+fn argument_values_stay_one_encoded_path_segment() {
+    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"ok")));
+    let outcome = run(&action(server.port, "GET", 1024, 5000, "a b/../c?d#e%2F"));
+    assert_eq!(outcome, Outcome::success("ok"));
+    let head = server.head(0);
+    assert!(
+        head.starts_with("GET /items/a%20b%2F..%2Fc%3Fd%23e%252F?v=1 HTTP/1.1\r\n"),
+        "{head}"
+    );
+}
+
+#[test]
+fn redirect_is_reported_not_followed() {
+    let server = FakeServer::start(|port| {
+        Reply::Close(response(
+            "302 Found",
+            &[&format!("Location: http://127.0.0.1:{port}/elsewhere")],
+            b"",
+        ))
+    });
+    let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
+    assert_eq!(server.connections(), 1, "the redirect must not be followed");
+    assert!(!outcome.is_error, "{outcome:?}");
+    assert!(outcome.text.starts_with("HTTP 302 Found"), "{outcome:?}");
+    assert!(
+        outcome
+            .text
+            .contains(&format!("Location: http://127.0.0.1:{}/elsewhere", server.port)),
+        "{outcome:?}"
+    );
+    // And for a method with a body, too (307/308 keep the method).
+    let server = FakeServer::start(|port| {
+        Reply::Close(response(
+            "307 Temporary Redirect",
+            &[&format!("Location: http://127.0.0.1:{port}/again")],
+            b"",
+        ))
+    });
+    let outcome = run(&action(server.port, "POST", 1024, 5000, "abc"));
+    assert_eq!(server.connections(), 1);
+    assert!(outcome.text.starts_with("HTTP 307 Temporary Redirect"), "{outcome:?}");
+}
+
+#[test]
+fn body_over_the_cap_is_truncated() {
+    let big = vec![b'x'; 100_000];
+    let server = FakeServer::start(move |_| Reply::Close(response("200 OK", &[], &big)));
+    let outcome = run(&action(server.port, "GET", 64, 5000, "abc"));
+    assert!(!outcome.is_error, "{outcome:?}");
+    let expected = format!("{}\n[response body truncated at 64 bytes]", "x".repeat(64));
+    assert_eq!(outcome.text, expected);
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn body_exactly_at_the_cap_is_whole() {
+    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], &[b'y'; 64])));
+    let outcome = run(&action(server.port, "GET", 64, 5000, "abc"));
+    assert_eq!(outcome, Outcome::success("y".repeat(64)));
+}
+
+#[test]
+fn server_error_is_an_error_with_its_body() {
+    let server =
+        FakeServer::start(|_| Reply::Close(response("500 Internal Server Error", &[], b"it broke")));
+    let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
+    assert_eq!(
+        outcome,
+        Outcome::failure("HTTP 500 Internal Server Error\nit broke")
+    );
+    let server = FakeServer::start(|_| Reply::Close(response("404 Not Found", &[], b"")));
+    let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
+    assert_eq!(outcome, Outcome::failure("HTTP 404 Not Found"));
+}
+
+#[test]
+fn binary_body_is_described_not_decoded() {
+    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], &[0xff, 0xd8, 0xff, 0x00])));
+    let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
+    assert_eq!(outcome, Outcome::success("<4 bytes of binary content>"));
+}
+
+#[test]
+fn methods_with_a_body_send_an_empty_one() {
+    let server = FakeServer::start(|_| Reply::Close(response("201 Created", &[], b"made")));
+    let outcome = run(&action(server.port, "POST", 1024, 5000, "abc"));
+    assert_eq!(outcome, Outcome::success("made"));
+    let head = server.head(0);
+    assert!(head.starts_with("POST /items/abc?v=1 HTTP/1.1\r\n"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("\r\ncontent-length: 0\r\n"), "{head}");
+}
+
+#[test]
+fn silent_server_times_out() {
+    let server = FakeServer::start(|_| Reply::Silent);
+    let started = Instant::now();
+    let outcome = run(&action(server.port, "GET", 1024, 500, "abc"));
+    let elapsed = started.elapsed();
+    assert!(outcome.is_error, "{outcome:?}");
+    assert!(outcome.text.contains("timed out after 500ms"), "{outcome:?}");
+    assert!(!outcome.text.contains(CANARY));
+    assert!(elapsed >= Duration::from_millis(400), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+    assert_eq!(server.connections(), 1);
+}
+
+#[test]
+fn stalled_body_times_out() {
+    // Headers promise 1000 bytes, 10 arrive, then nothing.
+    let server = FakeServer::start(|_| {
+        Reply::Hold(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789".to_vec())
+    });
+    let started = Instant::now();
+    let outcome = run(&action(server.port, "GET", 4096, 700, "abc"));
+    assert!(outcome.is_error, "{outcome:?}");
+    assert!(outcome.text.contains("timed out after 700ms"), "{outcome:?}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+}
+
+#[test]
+fn premature_end_of_body_is_an_error() {
+    // Headers promise 1000 bytes, 10 arrive, then the server closes.
+    let server = FakeServer::start(|_| {
+        Reply::Close(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789".to_vec())
+    });
+    let outcome = run(&action(server.port, "GET", 4096, 2000, "abc"));
+    assert!(outcome.is_error, "{outcome:?}");
+    assert!(!outcome.text.contains(CANARY));
+}
+
+#[test]
+fn refused_connection_is_an_error_without_the_secret() {
+    let port = {
+        let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let outcome = run(&action(port, "GET", 1024, 2000, "abc"));
+    assert!(outcome.is_error, "{outcome:?}");
+    assert!(outcome.text.starts_with("HTTP request failed"), "{outcome:?}");
+    assert!(!outcome.text.contains(CANARY), "{outcome:?}");
+}
+
+#[test]
+fn real_executor_dispatches_http() {
+    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"via dispatch")));
+    let outcome = RealExecutor::new().execute(&action(server.port, "GET", 1024, 5000, "abc"));
+    assert_eq!(outcome, Outcome::success("via dispatch"));
+}
+
+const PROXY_CHILD_PORT: &str = "PORTCULLIS_EXEC_PROXY_CHILD_PORT";
+
+/// Proxy variables in the environment must not change where the request
+/// goes. Runs `proxy_child` in a child process whose environment names a
+/// proxy (the test process's own environment cannot be changed safely).
+#[test]
+fn environment_proxy_is_ignored() {
+    let direct = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"direct")));
+    let proxy = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"via proxy")));
+    let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "proxy_child", "--nocapture", "--test-threads=1"])
+        .env(PROXY_CHILD_PORT, direct.port.to_string())
+        .env("HTTP_PROXY", &proxy_url)
+        .env("http_proxy", &proxy_url)
+        .env("ALL_PROXY", &proxy_url)
+        .env("all_proxy", &proxy_url)
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "child failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // One request from the executor went direct; the control request of a
+    // default ureq agent went through the proxy, showing the variables
+    // were in effect.
+    assert_eq!(direct.connections(), 1);
+    assert_eq!(proxy.connections(), 1);
+}
+
+#[test]
+fn proxy_child() {
+    let Some(port) = std::env::var_os(PROXY_CHILD_PORT) else {
+        return;
+    };
+    let port: u16 = port.to_str().unwrap().parse().unwrap();
+    let control = ureq::Agent::new_with_defaults()
+        .get(format!("http://127.0.0.1:{port}/control"))
+        .call()
+        .expect("control request")
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    assert_eq!(control, "via proxy");
+    let outcome = run(&action(port, "GET", 1024, 5000, "abc"));
+    assert_eq!(outcome, Outcome::success("direct"));
+}
