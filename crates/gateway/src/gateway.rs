@@ -244,16 +244,16 @@ impl Core {
             return self.refuse(line, r, None, effects);
         }
         match method {
-            "notifications/initialized" => {
-                if self.session.era != Some(Era::Modern) && !self.session.initialized {
-                    let r = Rejection::new(
-                        Stage::Mcp,
-                        INVALID_REQUEST,
-                        "notifications/initialized before initialize",
-                        frame,
-                    );
-                    self.refuse(line, r, None, effects);
-                }
+            "notifications/initialized"
+                if self.session.era != Some(Era::Modern) && !self.session.initialized =>
+            {
+                let r = Rejection::new(
+                    Stage::Mcp,
+                    INVALID_REQUEST,
+                    "notifications/initialized before initialize",
+                    frame,
+                );
+                self.refuse(line, r, None, effects);
             }
             "notifications/cancelled" => {
                 // Invalid or stale cancellations are ignored, as the spec asks.

@@ -19,8 +19,11 @@ use crate::recorder::Recorder;
 use crate::reference::executable_lines;
 use crate::session::{Chunking, run_session, run_session_with};
 
+/// A harness: takes fuzzer bytes, panics when its property fails.
+pub type Harness = fn(&[u8]);
+
 /// Every harness, by fuzz target name.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("stdin_bytes", stdin_bytes),
     ("session_model", session_model),
     ("chunking", chunking),
@@ -29,7 +32,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
 ];
 
 /// The harness called `name`.
-pub fn by_name(name: &str) -> Option<fn(&[u8])> {
+pub fn by_name(name: &str) -> Option<Harness> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
