@@ -372,3 +372,29 @@ fn missing_credential_denies_at_authz() {
     assert!(report.actions.is_empty());
     assert_eq!(report.rejections[0].stage, Stage::Authz);
 }
+
+#[test]
+fn complete_call_without_final_newline_is_truncated_and_never_executes() {
+    let mut input = legacy_handshake();
+    let mut last = call(2, "service_status", json!({"service": "api"}));
+    last.pop();
+    input.extend(last);
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        let report = run(&test_policy(mode), &input);
+        assert!(report.actions.is_empty(), "{mode:?}: a frame without its newline executed");
+        assert_eq!(report.rejections[0].stage, Stage::Framing);
+    }
+}
+
+#[test]
+fn gateway_stdout_is_only_protocol_frames() {
+    // Every hard case and valid session: stdout passes the transcript
+    // checker (run_session asserts it) and has one line per reply.
+    for (_, input) in hard_cases() {
+        let report = run(&test_policy(OnInvalid::KeepOpen), &input);
+        assert!(report.stdout.is_empty() || report.stdout.ends_with(b"\n"));
+        for line in report.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            assert!(line.starts_with(b"{\"jsonrpc\":\"2.0\""), "{}", String::from_utf8_lossy(line));
+        }
+    }
+}
