@@ -47,8 +47,7 @@ use crate::{fmt_duration, scrub};
 
 /// Why a request could not produce a response.
 #[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum HttpError {
+pub(crate) enum HttpError {
     /// The authorized URL could not be turned into a request URI without
     /// changing where it goes.
     #[error("the authorized URL cannot be sent: {0}")]
@@ -173,7 +172,13 @@ impl HttpExecutor {
         let cap = req.max_response_bytes();
         let body = read_capped(reader, cap, Overflow::Stop)
             .map_err(|(e, _partial)| classify(ureq::Error::from(e), timeout))?;
-        Ok(render(status, location.as_deref(), &body.bytes, body.truncated, cap))
+        Ok(render(
+            status,
+            location.as_deref(),
+            &body.bytes,
+            body.truncated,
+            cap,
+        ))
     }
 
     fn run<S: ureq::AsSendBody>(
@@ -203,7 +208,7 @@ impl Executor for HttpExecutor {
 
 /// The one conversion from the authorized `Url` to the client's URI type.
 /// Refuses when it would change scheme, host or port.
-pub fn request_uri(url: &Url) -> Result<http::Uri, HttpError> {
+pub(crate) fn request_uri(url: &Url) -> Result<http::Uri, HttpError> {
     let uri: http::Uri = url
         .as_str()
         .parse()
@@ -334,7 +339,10 @@ mod tests {
             false,
             10,
         );
-        assert_eq!(failed, Outcome::failure("HTTP 500 Internal Server Error\nboom"));
+        assert_eq!(
+            failed,
+            Outcome::failure("HTTP 500 Internal Server Error\nboom")
+        );
         let cut = render(http::StatusCode::OK, None, b"0123456789", true, 10);
         assert_eq!(
             cut,

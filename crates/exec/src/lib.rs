@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Outcome};
 
-pub use crate::http::{HttpError, HttpExecutor};
-pub use crate::ssh::{SshError, SshExecutor, quote_remote_argv, ssh_args};
+pub use crate::http::HttpExecutor;
+pub use crate::ssh::{SshExecutor, quote_remote_argv, ssh_args};
 
 /// Dispatches each action to the HTTP or SSH executor by its target.
 #[derive(Debug, Clone, Default)]

@@ -133,7 +133,10 @@ mod tests {
     #[test]
     fn text_policy() {
         assert_eq!(text_of("héllo".as_bytes(), false), "héllo");
-        assert_eq!(text_of(&[0xff, 0x00, 0x41], false), "<3 bytes of binary content>");
+        assert_eq!(
+            text_of(&[0xff, 0x00, 0x41], false),
+            "<3 bytes of binary content>"
+        );
         // "é" is 0xC3 0xA9; a cap that cuts after 0xC3 drops the half.
         assert_eq!(text_of(&[b'a', 0xC3], true), "a");
         assert_eq!(text_of(&[b'a', 0xC3], false), "<2 bytes of binary content>");

@@ -66,8 +66,7 @@ const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Why an SSH call could not run to completion.
 #[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum SshError {
+pub(crate) enum SshError {
     /// The private scratch directory or identity file could not be made.
     #[error("cannot prepare the ssh call: {0}")]
     Prepare(io::Error),
@@ -228,15 +227,15 @@ impl Executor for SshExecutor {
 ///
 /// ```text
 /// -T -n -F none
-/// -o BatchMode=yes -o StrictHostKeyChecking=yes
-/// -o UserKnownHostsFile=<known_hosts | /dev/null> -o GlobalKnownHostsFile=/dev/null
+/// -o BatchMode=yes -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null
 /// -o UpdateHostKeys=no -o CheckHostIP=no
 /// -o IdentitiesOnly=yes -o IdentityAgent=none
 /// -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no
 /// -o ForwardAgent=no -o ForwardX11=no -o ClearAllForwardings=yes
 /// -o ControlMaster=no -o ControlPath=none -o PermitLocalCommand=no
-/// -o ProxyCommand=none -o ProxyJump=none -o EscapeChar=none
-/// -o ConnectTimeout=<ceil(timeout) s> -o LogLevel=ERROR
+/// -o ProxyCommand=none -o ProxyJump=none -o EscapeChar=none -o LogLevel=ERROR
+/// -o UserKnownHostsFile=<known_hosts | /dev/null>
+/// -o ConnectTimeout=<timeout rounded up to whole seconds, at least 1>
 /// (-i <identity> | -o PubkeyAuthentication=no)
 /// -p <port> -l <user> -- <host> <quote_remote_argv(argv)>
 /// ```
@@ -475,7 +474,10 @@ fn render(
                 ),
                 true,
             ),
-            (Some(code), _) => (Some(format!("remote command failed: exit status {code}")), true),
+            (Some(code), _) => (
+                Some(format!("remote command failed: exit status {code}")),
+                true,
+            ),
             (None, Some(signal)) => (Some(format!("ssh was killed by signal {signal}")), true),
             (None, None) => (Some("ssh ended abnormally".to_owned()), true),
         },
@@ -567,7 +569,10 @@ mod tests {
         };
         let ok = Waited::Exited(ExitStatus::from_raw(0));
         let t = Duration::from_secs(3);
-        assert_eq!(render(&ok, Some(&cap(b"hi\n")), Some(&cap(b"")), t), Outcome::success("hi\n"));
+        assert_eq!(
+            render(&ok, Some(&cap(b"hi\n")), Some(&cap(b"")), t),
+            Outcome::success("hi\n")
+        );
         assert_eq!(
             render(&ok, Some(&cap(b"")), Some(&cap(b"")), t),
             Outcome::success("exit status 0 (no output)")

@@ -322,7 +322,11 @@ fn penalty_options(dir: &Path, host_key: &Path) -> Result<String, LocalSshdError
         .map_err(io_err(format!("run {SSHD} -t")))?
         .success();
     let _ = fs::remove_file(&probe);
-    Ok(if ok { candidate.to_owned() } else { String::new() })
+    Ok(if ok {
+        candidate.to_owned()
+    } else {
+        String::new()
+    })
 }
 
 fn keygen(path: &Path, comment: &str) -> Result<(), LocalSshdError> {
@@ -370,7 +374,8 @@ fn write(path: &Path, text: &str) -> Result<(), LocalSshdError> {
 }
 
 fn free_port() -> Result<u16, LocalSshdError> {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("bind 127.0.0.1:0"))?;
+    let listener =
+        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(io_err("bind 127.0.0.1:0"))?;
     let port = listener
         .local_addr()
         .map_err(io_err("read the bound port"))?
@@ -406,9 +411,16 @@ mod tests {
 
     #[test]
     fn toml_strings_round_trip() {
-        for s in ["plain", "with \"quotes\" and \\", "tab\tnl\n\r", "\u{1}ctl\u{7f}", "héllo {x}"] {
+        for s in [
+            "plain",
+            "with \"quotes\" and \\",
+            "tab\tnl\n\r",
+            "\u{1}ctl\u{7f}",
+            "héllo {x}",
+        ] {
             let doc = format!("v = {}", toml_string(s));
-            let table: toml::Table = toml::from_str(&doc).unwrap_or_else(|e| panic!("{doc:?}: {e}"));
+            let table: toml::Table =
+                toml::from_str(&doc).unwrap_or_else(|e| panic!("{doc:?}: {e}"));
             assert_eq!(table["v"].as_str(), Some(s));
         }
     }

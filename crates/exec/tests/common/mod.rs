@@ -9,7 +9,12 @@ use serde_json::Value;
 
 /// Load `policy_text`, bind `store`, check `args` against `tool`'s schema
 /// and authorize the call.
-pub fn authorize(policy_text: &str, store: SecretStore, tool: &str, args: Value) -> AuthorizedAction {
+pub fn authorize(
+    policy_text: &str,
+    store: SecretStore,
+    tool: &str,
+    args: Value,
+) -> AuthorizedAction {
     let policy = Policy::from_toml(policy_text, Path::new("test.toml"))
         .unwrap_or_else(|e| panic!("policy: {e}\n{policy_text}"))
         .bind_secrets(store);
@@ -26,8 +31,7 @@ pub fn authorize_with(policy: &Policy, tool: &str, args: Value) -> AuthorizedAct
         .schema
         .check(tool, map)
         .unwrap_or_else(|e| panic!("schema: {e:?}"));
-    portcullis_gateway::authz::authorize(policy, checked)
-        .unwrap_or_else(|d| panic!("denied: {d}"))
+    portcullis_gateway::authz::authorize(policy, checked).unwrap_or_else(|d| panic!("denied: {d}"))
 }
 
 /// A unique suffix for file names.
