@@ -140,13 +140,9 @@ impl AuthorizedAction {
     pub fn describe_target(&self) -> String {
         match &self.target {
             ActionTarget::Http(h) => format!("{} {}", h.method.as_str(), h.url),
-            ActionTarget::Ssh(s) => format!(
-                "{}@{}:{} {}",
-                s.user,
-                s.host,
-                s.port,
-                s.argv.join(" ")
-            ),
+            ActionTarget::Ssh(s) => {
+                format!("{}@{}:{} {}", s.user, s.host, s.port, s.argv.join(" "))
+            }
         }
     }
 }
@@ -192,7 +188,9 @@ fn http(spec: &HttpSpec, call: &CheckedCall) -> Result<HttpRequest, Denial> {
     let port = spec.port.unwrap_or(default_port(&spec.scheme));
     let target = HostPort { host, port };
     if !spec.allow.contains(&target) {
-        return Err(Denial("expanded host:port is not in the tool's allowlist".into()));
+        return Err(Denial(
+            "expanded host:port is not in the tool's allowlist".into(),
+        ));
     }
     let mut segments = Vec::with_capacity(spec.path.len());
     for t in &spec.path {
@@ -208,7 +206,11 @@ fn http(spec: &HttpSpec, call: &CheckedCall) -> Result<HttpRequest, Denial> {
     }
     // Only now, with every check passed, is a URL built: from a constant
     // base and setters that take each component as data.
-    let base = if spec.scheme == "https" { "https://authorized.invalid/" } else { "http://authorized.invalid/" };
+    let base = if spec.scheme == "https" {
+        "https://authorized.invalid/"
+    } else {
+        "http://authorized.invalid/"
+    };
     let mut url = Url::parse(base).map_err(|e| Denial(format!("internal: {e}")))?;
     url.set_host(Some(&target.host))
         .map_err(|_| Denial("expanded host is not a valid URL host".into()))?;

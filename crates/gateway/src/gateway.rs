@@ -196,8 +196,8 @@ impl Core {
         match event {
             FrameEvent::Rejected(rejection) => self.refuse(line, rejection, None, effects),
             FrameEvent::Frame(bytes) => {
-                let parsed = utf8::decode(bytes)
-                    .and_then(|text| parse_message(text, &self.config.limits));
+                let parsed =
+                    utf8::decode(bytes).and_then(|text| parse_message(text, &self.config.limits));
                 match parsed {
                     Err(rejection) => self.refuse(line, rejection, None, effects),
                     Ok(message) => self.message(line, bytes, message, effects),
@@ -206,7 +206,13 @@ impl Core {
         }
     }
 
-    fn message(&mut self, line: u64, frame: &[u8], message: RpcMessage<'_>, effects: &mut Vec<Effect>) {
+    fn message(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        message: RpcMessage<'_>,
+        effects: &mut Vec<Effect>,
+    ) {
         match message {
             RpcMessage::Response { .. } | RpcMessage::Error { .. } => {
                 let r = Rejection::new(
@@ -238,7 +244,9 @@ impl Core {
             let r = Rejection::new(
                 Stage::Mcp,
                 INVALID_REQUEST,
-                format!("{method} sent as a notification (no id): requests need an id and are never executed without one"),
+                format!(
+                    "{method} sent as a notification (no id): requests need an id and are never executed without one"
+                ),
                 frame,
             );
             return self.refuse(line, r, None, effects);
@@ -290,7 +298,11 @@ impl Core {
             Rejection::new(Stage::Mcp, code, reason, frame).with_id(id)
         };
         if !self.session.seen_ids.insert(id.clone()) {
-            let r = reject(INVALID_REQUEST, "request id reused within the session".into(), None);
+            let r = reject(
+                INVALID_REQUEST,
+                "request id reused within the session".into(),
+                None,
+            );
             return self.refuse(line, r, None, effects);
         }
         let era = mcp::era_of(method, params.as_ref());
@@ -307,7 +319,9 @@ impl Core {
         let revision = match era {
             Era::Legacy => {
                 match method {
-                    "initialize" => return self.initialize(line, frame, id, params.as_ref(), effects),
+                    "initialize" => {
+                        return self.initialize(line, frame, id, params.as_ref(), effects);
+                    }
                     "ping" => {
                         self.session.era = Some(Era::Legacy);
                         let revision = self.session.revision.unwrap_or(Revision::V2025_11_25);
@@ -316,7 +330,10 @@ impl Core {
                     _ if !self.session.initialized => {
                         let r = reject(
                             INVALID_REQUEST,
-                            format!("{} before initialize: only initialize and ping are served until the handshake", shown(method)),
+                            format!(
+                                "{} before initialize: only initialize and ping are served until the handshake",
+                                shown(method)
+                            ),
                             Some(id),
                         );
                         return self.refuse(line, r, None, effects);
@@ -352,7 +369,13 @@ impl Core {
                     message: format!("method not found: {}", shown(other)),
                     data: None,
                 };
-                self.write(Outbound::Error { id: Some(id), error }, effects);
+                self.write(
+                    Outbound::Error {
+                        id: Some(id),
+                        error,
+                    },
+                    effects,
+                );
             }
         }
     }
@@ -419,7 +442,9 @@ impl Core {
             Ok(action) => {
                 let ticket = self.session.next_ticket;
                 self.session.next_ticket += 1;
-                self.session.in_flight.insert(ticket, InFlight { id, revision });
+                self.session
+                    .in_flight
+                    .insert(ticket, InFlight { id, revision });
                 self.ledger.executed(JournalEntry {
                     ticket,
                     line,
@@ -473,14 +498,28 @@ impl Core {
         effects.push(Effect::Close(reason));
     }
 
-    fn refuse_request(&mut self, line: u64, frame: &[u8], id: Id, refusal: Refusal, effects: &mut Vec<Effect>) {
-        let rejection = Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame).with_id(Some(id));
+    fn refuse_request(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        id: Id,
+        refusal: Refusal,
+        effects: &mut Vec<Effect>,
+    ) {
+        let rejection =
+            Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame).with_id(Some(id));
         self.refuse(line, rejection, refusal.data, effects);
     }
 
     /// Record a frame refused at the framing..mcp stages and answer it per
     /// the error-reply rules.
-    fn refuse(&mut self, line: u64, rejection: Rejection, data: Option<Value>, effects: &mut Vec<Effect>) {
+    fn refuse(
+        &mut self,
+        line: u64,
+        rejection: Rejection,
+        data: Option<Value>,
+        effects: &mut Vec<Effect>,
+    ) {
         self.ledger.reject(RejectionRecord {
             line,
             stage: rejection.stage,
@@ -488,8 +527,11 @@ impl Core {
             fingerprint: rejection.fingerprint,
         });
         let close = self.config.on_invalid == OnInvalid::Close;
-        let may_omit_id =
-            close && self.session.revision.is_some_and(Revision::allows_error_without_id);
+        let may_omit_id = close
+            && self
+                .session
+                .revision
+                .is_some_and(Revision::allows_error_without_id);
         if rejection.id.is_some() || may_omit_id {
             let data = data.unwrap_or_else(|| {
                 json!({ "stage": rejection.stage.as_str(), "fingerprint": rejection.fingerprint.to_hex() })
@@ -499,7 +541,13 @@ impl Core {
                 message: rejection.reason.clone(),
                 data: Some(data),
             };
-            self.write(Outbound::Error { id: rejection.id.clone(), error }, effects);
+            self.write(
+                Outbound::Error {
+                    id: rejection.id.clone(),
+                    error,
+                },
+                effects,
+            );
         }
         if close {
             self.close(

@@ -71,7 +71,11 @@ pub struct Ledger {
 
 impl Ledger {
     pub(crate) fn reject(&mut self, record: RejectionRecord) {
-        *self.counters.frames_rejected.entry(record.stage).or_default() += 1;
+        *self
+            .counters
+            .frames_rejected
+            .entry(record.stage)
+            .or_default() += 1;
         self.rejections.push(record);
     }
 

@@ -23,8 +23,13 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// Methods that are requests; sent as notifications they are invalid.
-pub const REQUEST_METHODS: [&str; 5] =
-    ["initialize", "ping", "tools/list", "tools/call", "server/discover"];
+pub const REQUEST_METHODS: [&str; 5] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "server/discover",
+];
 
 /// Which handshake model a session uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,18 +134,30 @@ pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refu
         .and_then(|p| p.get("_meta"))
         .and_then(Value::as_object)
         .ok_or_else(|| {
-            Refusal::new(INVALID_PARAMS, "missing required params._meta (protocol version and client capabilities)")
+            Refusal::new(
+                INVALID_PARAMS,
+                "missing required params._meta (protocol version and client capabilities)",
+            )
         })?;
     let version = match meta.get(META_PROTOCOL_VERSION) {
         Some(Value::String(v)) => v,
         Some(_) => {
-            return Err(Refusal::new(INVALID_PARAMS, format!("_meta[{META_PROTOCOL_VERSION}] must be a string")));
+            return Err(Refusal::new(
+                INVALID_PARAMS,
+                format!("_meta[{META_PROTOCOL_VERSION}] must be a string"),
+            ));
         }
         None => {
-            return Err(Refusal::new(INVALID_PARAMS, format!("missing required _meta[{META_PROTOCOL_VERSION}]")));
+            return Err(Refusal::new(
+                INVALID_PARAMS,
+                format!("missing required _meta[{META_PROTOCOL_VERSION}]"),
+            ));
         }
     };
-    if !meta.get(META_CLIENT_CAPABILITIES).is_some_and(Value::is_object) {
+    if !meta
+        .get(META_CLIENT_CAPABILITIES)
+        .is_some_and(Value::is_object)
+    {
         return Err(Refusal::new(
             INVALID_PARAMS,
             format!("missing required _meta[{META_CLIENT_CAPABILITIES}] object"),
@@ -168,17 +185,25 @@ pub struct Initialize {
 
 /// Parse `initialize` params.
 pub fn initialize_params(params: Option<&Map<String, Value>>) -> Result<Initialize, Refusal> {
-    let params = params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "initialize requires params"))?;
+    let params =
+        params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "initialize requires params"))?;
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
         .ok_or_else(|| Refusal::new(INVALID_PARAMS, "params.protocolVersion must be a string"))?;
     if !params.get("capabilities").is_some_and(Value::is_object) {
-        return Err(Refusal::new(INVALID_PARAMS, "params.capabilities must be an object"));
+        return Err(Refusal::new(
+            INVALID_PARAMS,
+            "params.capabilities must be an object",
+        ));
     }
-    let info_ok = params.get("clientInfo").and_then(Value::as_object).is_some_and(|i| {
-        i.get("name").is_some_and(Value::is_string) && i.get("version").is_some_and(Value::is_string)
-    });
+    let info_ok = params
+        .get("clientInfo")
+        .and_then(Value::as_object)
+        .is_some_and(|i| {
+            i.get("name").is_some_and(Value::is_string)
+                && i.get("version").is_some_and(Value::is_string)
+        });
     if !info_ok {
         return Err(Refusal::new(
             INVALID_PARAMS,
@@ -213,11 +238,21 @@ pub fn tools_call_params(params: Option<Map<String, Value>>) -> Result<ToolsCall
     let arguments = match params.remove("arguments") {
         None => Map::new(),
         Some(Value::Object(a)) => a,
-        Some(_) => return Err(Refusal::new(INVALID_PARAMS, "params.arguments must be an object")),
+        Some(_) => {
+            return Err(Refusal::new(
+                INVALID_PARAMS,
+                "params.arguments must be an object",
+            ));
+        }
     };
     match params.remove("_meta") {
         None | Some(Value::Object(_)) => {}
-        Some(_) => return Err(Refusal::new(INVALID_PARAMS, "params._meta must be an object")),
+        Some(_) => {
+            return Err(Refusal::new(
+                INVALID_PARAMS,
+                "params._meta must be an object",
+            ));
+        }
     }
     if let Some(extra) = params.keys().next() {
         return Err(Refusal::new(

@@ -505,11 +505,7 @@ impl Validator<'_> {
             };
         for name in crate::template::used_args(templates) {
             schema.check_placeholder(&name).map_err(|message| {
-                self.err(
-                    tool,
-                    &format!("{section} placeholder {{{name}}}"),
-                    message,
-                )
+                self.err(tool, &format!("{section} placeholder {{{name}}}"), message)
             })?;
         }
         if let Some(credential) = credential
@@ -531,7 +527,12 @@ impl Validator<'_> {
         })
     }
 
-    fn allow(&self, raw: &[String], tool: Option<&str>, field: &str) -> Result<Vec<HostPort>, PolicyError> {
+    fn allow(
+        &self,
+        raw: &[String],
+        tool: Option<&str>,
+        field: &str,
+    ) -> Result<Vec<HostPort>, PolicyError> {
         if raw.is_empty() {
             return Err(self.err(tool, field, "must list at least one host:port"));
         }
@@ -588,8 +589,13 @@ impl Validator<'_> {
                 ));
             }
         }
-        let max_response_bytes = output_cap(raw.max_response_bytes)
-            .ok_or_else(|| self.err(tool, "tools.http.max_response_bytes", "must be 1..=67108864"))?;
+        let max_response_bytes = output_cap(raw.max_response_bytes).ok_or_else(|| {
+            self.err(
+                tool,
+                "tools.http.max_response_bytes",
+                "must be 1..=67108864",
+            )
+        })?;
         Ok(HttpSpec {
             method,
             scheme: url.scheme,
@@ -739,12 +745,16 @@ fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
     };
     let host = Template::parse(host_text).map_err(|e| e.0)?;
     match host.literal() {
-        Some(h) if normalize_host(h).is_none() => return Err(format!("host {h:?} is not a plain host name or IP address")),
+        Some(h) if normalize_host(h).is_none() => {
+            return Err(format!("host {h:?} is not a plain host name or IP address"));
+        }
         Some(_) => {}
         None => {
             for piece in &host.0 {
                 if let Piece::Lit(l) = piece
-                    && !l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+                    && !l
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
                 {
                     return Err("literal parts of a templated host may hold only letters, digits, '.' and '-'".into());
                 }
@@ -766,7 +776,9 @@ fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
     let mut query = Vec::new();
     if let Some(q) = query_text {
         for pair in q.split('&') {
-            let (k, v) = pair.split_once('=').ok_or("query pairs must be key=value")?;
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or("query pairs must be key=value")?;
             if k.is_empty() || !literal_ok(k) {
                 return Err("query keys must be literal".into());
             }

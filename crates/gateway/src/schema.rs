@@ -53,7 +53,9 @@ impl ToolSchema {
             return Err("must be a table (a JSON Schema object)".into());
         };
         if root.get("type") != Some(&Value::String("object".into())) {
-            return Err("must have type = \"object\" at the root (tool arguments are objects)".into());
+            return Err(
+                "must have type = \"object\" at the root (tool arguments are objects)".into(),
+            );
         }
         default_closed(root);
         // The root is closed even without `properties`: a tool that declares
@@ -91,7 +93,10 @@ impl ToolSchema {
             .map(|err| {
                 let at = err.instance_path().to_string();
                 let at = if at.is_empty() { "/".to_owned() } else { at };
-                format!("at {at}: fails `{}`", keyword_of(&err.schema_path().to_string()))
+                format!(
+                    "at {at}: fails `{}`",
+                    keyword_of(&err.schema_path().to_string())
+                )
             })
             .collect();
         if !errors.is_empty() {
@@ -109,7 +114,10 @@ impl ToolSchema {
     /// A placeholder may only name a required property typed string or
     /// integer: anything else could expand to nothing or to structure.
     pub fn check_placeholder(&self, name: &str) -> Result<(), String> {
-        let root = self.document.as_object().expect("compiled schemas are objects");
+        let root = self
+            .document
+            .as_object()
+            .expect("compiled schemas are objects");
         let required = root
             .get("required")
             .and_then(Value::as_array)

@@ -62,9 +62,10 @@ impl SecretStore {
                         store.values.insert(name.clone(), Secret::new(v.trim()));
                     }
                     _ => {
-                        store
-                            .problems
-                            .insert(name.clone(), format!("environment variable {var} is unset or empty"));
+                        store.problems.insert(
+                            name.clone(),
+                            format!("environment variable {var} is unset or empty"),
+                        );
                     }
                 },
                 CredentialSource::File(path) => match std::fs::read_to_string(path) {

@@ -65,7 +65,11 @@ impl Template {
                     }
                     pieces.push(Piece::Arg(name));
                 }
-                '}' => return Err(TemplateError("unmatched '}' (write '}}' for a brace)".into())),
+                '}' => {
+                    return Err(TemplateError(
+                        "unmatched '}' (write '}}' for a brace)".into(),
+                    ));
+                }
                 c => lit.push(c),
             }
         }

@@ -74,8 +74,15 @@ pub fn stdin_bytes(data: &[u8]) {
                 "an action was recorded after the first rejected frame (line {})",
                 first.line
             );
-            assert!(report.closed.is_some(), "a rejection under close must close the session");
-            assert_eq!(report.rejections.len(), 1, "nothing is processed after close");
+            assert!(
+                report.closed.is_some(),
+                "a rejection under close must close the session"
+            );
+            assert_eq!(
+                report.rejections.len(),
+                1,
+                "nothing is processed after close"
+            );
         }
     }
 }
@@ -92,7 +99,10 @@ fn assert_allowlisted(target: &ActionTarget) {
         }
         ActionTarget::Ssh(s) => {
             assert_eq!((s.host(), s.port()), ("127.0.0.1", 2222));
-            assert_eq!(s.argv()[..2], ["systemctl".to_owned(), "restart".to_owned()]);
+            assert_eq!(
+                s.argv()[..2],
+                ["systemctl".to_owned(), "restart".to_owned()]
+            );
         }
     }
 }
@@ -143,10 +153,22 @@ pub fn chunking(data: &[u8]) {
         let whole = run_session(&policy, input, &Chunking::Whole);
         for chunking in [Chunking::ByteByByte, Chunking::Sizes(sizes.clone())] {
             let split = run_session(&policy, input, &chunking);
-            assert_eq!(whole.stdout, split.stdout, "{mode:?} {chunking:?}: stdout differs");
-            assert_eq!(whole.actions, split.actions, "{mode:?} {chunking:?}: actions differ");
-            assert_eq!(whole.rejections, split.rejections, "{mode:?} {chunking:?}: rejections differ");
-            assert_eq!(whole.closed, split.closed, "{mode:?} {chunking:?}: close differs");
+            assert_eq!(
+                whole.stdout, split.stdout,
+                "{mode:?} {chunking:?}: stdout differs"
+            );
+            assert_eq!(
+                whole.actions, split.actions,
+                "{mode:?} {chunking:?}: actions differ"
+            );
+            assert_eq!(
+                whole.rejections, split.rejections,
+                "{mode:?} {chunking:?}: rejections differ"
+            );
+            assert_eq!(
+                whole.closed, split.closed,
+                "{mode:?} {chunking:?}: close differs"
+            );
         }
     }
 }
@@ -179,11 +201,19 @@ pub fn stdout_frames(data: &[u8]) {
         },
         Outbound::Error {
             id: Some(id),
-            error: ErrorObject { code, message: message.clone(), data: data_value.clone() },
+            error: ErrorObject {
+                code,
+                message: message.clone(),
+                data: data_value.clone(),
+            },
         },
         Outbound::Error {
             id: None,
-            error: ErrorObject { code, message, data: data_value },
+            error: ErrorObject {
+                code,
+                message,
+                data: data_value,
+            },
         },
         Outbound::Notification {
             method: text.clone(),
@@ -215,7 +245,11 @@ pub fn stdout_frames(data: &[u8]) {
     let policy = test_policy(OnInvalid::Close);
     let recorder = Recorder::new(Outcome { text, is_error });
     let mut input = crate::fixtures::legacy_handshake();
-    input.extend(crate::fixtures::call(2, "service_status", serde_json::json!({"service":"api"})));
+    input.extend(crate::fixtures::call(
+        2,
+        "service_status",
+        serde_json::json!({"service":"api"}),
+    ));
     let report = run_session_with(&policy, &input, &Chunking::Whole, &recorder);
     assert_eq!(report.actions.len(), 1);
 }

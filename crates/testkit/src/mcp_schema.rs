@@ -54,9 +54,16 @@ fn validator(revision: &str, definition: &str) -> Option<Arc<jsonschema::Validat
         }))
     };
     let mut root = (*doc).clone();
-    let defs_key = if root.get("$defs").is_some() { "$defs" } else { "definitions" };
+    let defs_key = if root.get("$defs").is_some() {
+        "$defs"
+    } else {
+        "definitions"
+    };
     let object = root.as_object_mut().expect("schema root is an object");
-    object.insert("$ref".into(), Value::String(format!("#/{defs_key}/{definition}")));
+    object.insert(
+        "$ref".into(),
+        Value::String(format!("#/{defs_key}/{definition}")),
+    );
     let compiled = Arc::new(
         jsonschema::validator_for(&root)
             .unwrap_or_else(|e| panic!("official schema {revision} does not compile: {e}")),
@@ -97,9 +104,13 @@ pub fn check_stdout(
         if line.is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_slice(line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let value: Value =
+            serde_json::from_slice(line).map_err(|e| format!("line {}: {e}", n + 1))?;
         if let Err(err) = envelope.validate(&value) {
-            return Err(format!("line {} is not a {rev} JSONRPCMessage: {err}\n{value}", n + 1));
+            return Err(format!(
+                "line {} is not a {rev} JSONRPCMessage: {err}\n{value}",
+                n + 1
+            ));
         }
         let Some(result) = value.get("result") else {
             continue;
@@ -112,7 +123,10 @@ pub fn check_stdout(
             continue;
         };
         if let Err(err) = check.validate(result) {
-            return Err(format!("line {}: result is not a {rev} {definition}: {err}\n{value}", n + 1));
+            return Err(format!(
+                "line {}: result is not a {rev} {definition}: {err}\n{value}",
+                n + 1
+            ));
         }
     }
     Ok(())
@@ -125,8 +139,11 @@ pub fn requests_of(input: &[u8]) -> HashMap<String, String> {
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
             continue;
         };
-        if let (Some(id), Some(method)) = (value.get("id"), value.get("method").and_then(Value::as_str)) {
-            map.entry(id.to_string()).or_insert_with(|| method.to_owned());
+        if let (Some(id), Some(method)) =
+            (value.get("id"), value.get("method").and_then(Value::as_str))
+        {
+            map.entry(id.to_string())
+                .or_insert_with(|| method.to_owned());
         }
     }
     map

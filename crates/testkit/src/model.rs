@@ -212,7 +212,8 @@ impl Model {
                 self.era = Some(Era::Modern);
             }
             if service.valid() {
-                self.expected.push(("service_status".into(), service.text().into()));
+                self.expected
+                    .push(("service_status".into(), service.text().into()));
             } else {
                 self.invalid();
             }
@@ -321,13 +322,21 @@ impl Model {
                 let b = self.fresh_id();
                 let mut bytes = fixtures::call(a, "service_status", json!({"service":"api"}));
                 bytes.pop();
-                bytes.extend(fixtures::call(b, "service_status", json!({"service":"web-1"})));
+                bytes.extend(fixtures::call(
+                    b,
+                    "service_status",
+                    json!({"service":"web-1"}),
+                ));
                 bytes
             }
             Op::OverLong => {
                 self.invalid();
                 let mut bytes = vec![b' '; self.max_frame + 16];
-                let call = fixtures::call(self.next_id + 1000, "service_status", json!({"service":"api"}));
+                let call = fixtures::call(
+                    self.next_id + 1000,
+                    "service_status",
+                    json!({"service":"api"}),
+                );
                 bytes.extend_from_slice(&call);
                 bytes
             }
@@ -358,11 +367,17 @@ impl Model {
                 if self.admit(id, Era::Legacy) && self.legacy_ready() {
                     self.invalid();
                 }
-                fixtures::call(id, "service_status", json!({"service":"api","verbose":true}))
+                fixtures::call(
+                    id,
+                    "service_status",
+                    json!({"service":"api","verbose":true}),
+                )
             }
             Op::NotificationCall => {
                 self.invalid();
-                frame(&json!({"jsonrpc":"2.0","method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}))
+                frame(
+                    &json!({"jsonrpc":"2.0","method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}),
+                )
             }
             Op::ReusedId => {
                 let id = self.used.last().copied().unwrap_or_else(|| self.fresh_id());
@@ -382,7 +397,9 @@ impl Model {
                 }
                 frame(&json!({"jsonrpc":"2.0","id":id,"method":"resources/list"}))
             }
-            Op::Cancel(n) => frame(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": n}})),
+            Op::Cancel(n) => frame(
+                &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": n}}),
+            ),
             Op::EmptyLine => {
                 self.invalid();
                 b"\n".to_vec()
@@ -394,7 +411,8 @@ impl Model {
             }
             Op::Truncate => {
                 self.invalid();
-                let mut bytes = fixtures::call(self.next_id + 1, "service_status", json!({"service":"api"}));
+                let mut bytes =
+                    fixtures::call(self.next_id + 1, "service_status", json!({"service":"api"}));
                 bytes.truncate(bytes.len() / 2);
                 self.input.extend(bytes);
                 return false;
@@ -446,5 +464,10 @@ pub fn from_fuzz(data: &[u8]) -> Option<(OnInvalid, Vec<Op>)> {
 
 /// A value only for docs and tests: the ops of a complete valid session.
 pub fn valid_session() -> Vec<Op> {
-    vec![Op::Initialize, Op::Initialized, Op::ToolsList, Op::Call(Service::Api)]
+    vec![
+        Op::Initialize,
+        Op::Initialized,
+        Op::ToolsList,
+        Op::Call(Service::Api),
+    ]
 }

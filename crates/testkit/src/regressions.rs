@@ -43,14 +43,22 @@ pub fn discover(root: &Path) -> Vec<Regression> {
             continue;
         }
         let name = target.file_name().to_string_lossy().into_owned();
-        for entry in std::fs::read_dir(&target_dir).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(&target_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let path = entry.path();
             if path.extension().and_then(|e| e.to_str()) != Some("bin") {
                 continue;
             }
             let sidecar_path = path.with_extension("toml");
             let text = std::fs::read_to_string(&sidecar_path).unwrap_or_else(|e| {
-                panic!("{}: missing sidecar {}: {e}", path.display(), sidecar_path.display())
+                panic!(
+                    "{}: missing sidecar {}: {e}",
+                    path.display(),
+                    sidecar_path.display()
+                )
             });
             let sidecar: Sidecar = toml::from_str(&text)
                 .unwrap_or_else(|e| panic!("{}: invalid sidecar: {e}", sidecar_path.display()));

@@ -97,9 +97,18 @@ fn every_hard_case_executes_nothing_and_closes() {
     for (name, input) in hard_cases() {
         for chunking in [Chunking::Whole, Chunking::ByteByByte] {
             let report = run_session(&test_policy(OnInvalid::Close), &input, &chunking);
-            assert!(report.actions.is_empty(), "{name}: executed {:?}", tools_called(&report));
+            assert!(
+                report.actions.is_empty(),
+                "{name}: executed {:?}",
+                tools_called(&report)
+            );
             assert_eq!(report.counters.executor_calls, 0, "{name}");
-            assert_eq!(report.rejections.len(), 1, "{name}: {:?}", report.rejections);
+            assert_eq!(
+                report.rejections.len(),
+                1,
+                "{name}: {:?}",
+                report.rejections
+            );
             assert!(report.closed.is_some(), "{name}: session stayed open");
             assert_eq!(report.counters.sessions_closed, 1, "{name}");
         }
@@ -117,9 +126,16 @@ fn every_hard_case_executes_nothing_under_keep_open() {
             assert_eq!(tools_called(&report), ["service_status"], "{name}");
             continue;
         }
-        assert!(report.actions.is_empty(), "{name}: executed {:?}", tools_called(&report));
+        assert!(
+            report.actions.is_empty(),
+            "{name}: executed {:?}",
+            tools_called(&report)
+        );
         assert!(report.closed.is_none(), "{name}");
-        assert!(!report.rejections.is_empty(), "{name}: nothing was rejected");
+        assert!(
+            !report.rejections.is_empty(),
+            "{name}: nothing was rejected"
+        );
     }
 }
 
@@ -143,19 +159,33 @@ fn complete_valid_legacy_request_executes_exactly_once() {
             other => panic!("{other:?}"),
         };
         assert_eq!(url, "http://127.0.0.1:8080/status/api");
-        assert_eq!(report.actions[0].credential().unwrap().expose(), "stand-in:status_token");
+        assert_eq!(
+            report.actions[0].credential().unwrap().expose(),
+            "stand-in:status_token"
+        );
     }
 }
 
 #[test]
 fn unknown_client_version_negotiates_our_latest_legacy() {
-    let report = run(&test_policy(OnInvalid::Close), &fixtures::initialize(1, "2024-11-05"));
-    assert_eq!(stdout_lines(&report)[0]["result"]["protocolVersion"], "2025-11-25");
+    let report = run(
+        &test_policy(OnInvalid::Close),
+        &fixtures::initialize(1, "2024-11-05"),
+    );
+    assert_eq!(
+        stdout_lines(&report)[0]["result"]["protocolVersion"],
+        "2025-11-25"
+    );
 }
 
 #[test]
 fn complete_valid_modern_request_executes_exactly_once() {
-    let input = modern_call(7, "service_status", json!({"service": "web-1"}), "2026-07-28");
+    let input = modern_call(
+        7,
+        "service_status",
+        json!({"service": "web-1"}),
+        "2026-07-28",
+    );
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(tools_called(&report), ["service_status"]);
     let lines = stdout_lines(&report);
@@ -170,7 +200,10 @@ fn modern_unsupported_version_names_supported_and_requested() {
     let lines = stdout_lines(&report);
     assert_eq!(lines[0]["id"], 3);
     assert_eq!(lines[0]["error"]["code"], -32022);
-    assert_eq!(lines[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
+    assert_eq!(
+        lines[0]["error"]["data"]["supported"],
+        json!(["2026-07-28"])
+    );
     assert_eq!(lines[0]["error"]["data"]["requested"], "2099-01-01");
 }
 
@@ -179,7 +212,9 @@ fn modern_request_without_meta_is_invalid_params() {
     let input = frame(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}));
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(stdout_lines(&report)[0]["error"]["code"], -32602);
-    let input = frame(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"service_status","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}));
+    let input = frame(
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"service_status","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}),
+    );
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(stdout_lines(&report)[0]["error"]["code"], -32602);
     assert!(report.actions.is_empty());
@@ -187,12 +222,22 @@ fn modern_request_without_meta_is_invalid_params() {
 
 #[test]
 fn server_discover_and_tools_list_come_from_the_policy() {
-    let mut input = frame(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": fixtures::modern_meta("2026-07-28")}}));
+    let mut input = frame(
+        &json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": fixtures::modern_meta("2026-07-28")}}),
+    );
     input.extend(frame(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": fixtures::modern_meta("2026-07-28")}})));
     let report = run(&test_policy(OnInvalid::Close), &input);
     let lines = stdout_lines(&report);
-    assert_eq!(lines[0]["result"]["supportedVersions"], json!(["2026-07-28"]));
-    let names: Vec<_> = lines[1]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        lines[0]["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
+    let names: Vec<_> = lines[1]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["service_status", "restart_service", "region_probe"]);
     assert_eq!(
         lines[1]["result"]["tools"][1]["inputSchema"]["additionalProperties"], false,
@@ -203,16 +248,30 @@ fn server_discover_and_tools_list_come_from_the_policy() {
 #[test]
 fn eras_never_mix() {
     let mut input = legacy_handshake();
-    input.extend(modern_call(2, "service_status", json!({"service": "api"}), "2026-07-28"));
+    input.extend(modern_call(
+        2,
+        "service_status",
+        json!({"service": "api"}),
+        "2026-07-28",
+    ));
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert!(report.actions.is_empty());
     assert_eq!(report.rejections[0].stage, Stage::Mcp);
 
     let mut input = modern_call(1, "service_status", json!({"service": "api"}), "2026-07-28");
     input.extend(fixtures::initialize(2, "2025-11-25"));
-    input.extend(modern_call(3, "service_status", json!({"service": "api"}), "2026-07-28"));
+    input.extend(modern_call(
+        3,
+        "service_status",
+        json!({"service": "api"}),
+        "2026-07-28",
+    ));
     let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(tools_called(&report), ["service_status"], "only the call before the mix");
+    assert_eq!(
+        tools_called(&report),
+        ["service_status"],
+        "only the call before the mix"
+    );
     assert!(report.closed.is_some());
 }
 
@@ -232,14 +291,21 @@ fn a_client_response_is_invalid() {
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(report.rejections[0].stage, Stage::Mcp);
     let lines = stdout_lines(&report);
-    assert!(lines[1].get("id").is_none(), "no id could be echoed: it is omitted, never null");
+    assert!(
+        lines[1].get("id").is_none(),
+        "no id could be echoed: it is omitted, never null"
+    );
 }
 
 #[test]
 fn notifications_are_never_answered() {
     let mut input = legacy_handshake();
-    input.extend(frame(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}})));
-    input.extend(frame(&json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}})));
+    input.extend(frame(
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
+    ));
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(stdout_lines(&report).len(), 1, "only the initialize result");
     assert!(report.rejections.is_empty());
@@ -248,7 +314,9 @@ fn notifications_are_never_answered() {
 #[test]
 fn unknown_method_is_answered_not_rejected() {
     let mut input = legacy_handshake();
-    input.extend(frame(&json!({"jsonrpc":"2.0","id":2,"method":"resources/list"})));
+    input.extend(frame(
+        &json!({"jsonrpc":"2.0","id":2,"method":"resources/list"}),
+    ));
     input.extend(call(3, "service_status", json!({"service": "api"})));
     let report = run(&test_policy(OnInvalid::Close), &input);
     let lines = stdout_lines(&report);
@@ -258,12 +326,19 @@ fn unknown_method_is_answered_not_rejected() {
 
 #[test]
 fn schema_failure_is_a_tool_error_and_executes_nothing() {
-    let input = with_handshake(&call(2, "service_status", json!({"service": "../../etc/passwd"})));
+    let input = with_handshake(&call(
+        2,
+        "service_status",
+        json!({"service": "../../etc/passwd"}),
+    ));
     let report = run(&test_policy(OnInvalid::KeepOpen), &input);
     let lines = stdout_lines(&report);
     assert_eq!(lines[1]["result"]["isError"], true);
     let text = lines[1]["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(!text.contains("passwd"), "argument values are not echoed: {text}");
+    assert!(
+        !text.contains("passwd"),
+        "argument values are not echoed: {text}"
+    );
     assert_eq!(report.rejections[0].stage, Stage::Schema);
     assert!(report.actions.is_empty());
 }
@@ -288,7 +363,10 @@ fn under_close_one_error_frame_then_nothing() {
     assert_eq!(lines[1]["error"]["code"], -32700);
     assert!(lines[1].get("id").is_none());
     assert!(report.actions.is_empty());
-    assert_eq!(report.counters.frames_received, 3, "nothing after close is even counted");
+    assert_eq!(
+        report.counters.frames_received, 3,
+        "nothing after close is even counted"
+    );
 }
 
 #[test]
@@ -296,7 +374,11 @@ fn id_less_errors_are_not_written_for_2025_06_18() {
     let mut input = fixtures::initialize(1, "2025-06-18");
     input.extend_from_slice(b"garbage\n");
     let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_lines(&report).len(), 1, "no id-less error for 2025-06-18");
+    assert_eq!(
+        stdout_lines(&report).len(),
+        1,
+        "no id-less error for 2025-06-18"
+    );
     assert!(report.closed.is_some());
 }
 
@@ -304,7 +386,9 @@ fn id_less_errors_are_not_written_for_2025_06_18() {
 fn keep_open_answers_framed_requests_and_never_answers_garbage() {
     let mut input = legacy_handshake();
     input.extend_from_slice(b"garbage\n");
-    input.extend(frame(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":"run"})));
+    input.extend(frame(
+        &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":"run"}),
+    ));
     let report = run(&test_policy(OnInvalid::KeepOpen), &input);
     let lines = stdout_lines(&report);
     assert_eq!(lines.len(), 2, "{lines:?}");
@@ -316,8 +400,14 @@ fn keep_open_later_valid_request_inherits_nothing_from_a_rejected_one() {
     // The rejected call carries an unknown argument and another tool's
     // name; the later valid call must execute with its own arguments only.
     let mut input = legacy_handshake();
-    input.extend(call(2, "service_status", json!({"service": "api", "extra": "x"})));
-    input.extend(frame(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"restart_service"}})));
+    input.extend(call(
+        2,
+        "service_status",
+        json!({"service": "api", "extra": "x"}),
+    ));
+    input.extend(frame(
+        &json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"restart_service"}}),
+    ));
     input.extend(call(4, "service_status", json!({"service": "web-1"})));
     let report = run(&test_policy(OnInvalid::KeepOpen), &input);
     assert_eq!(report.rejections.len(), 2);
@@ -349,7 +439,10 @@ fn ssh_argv_is_data_and_option_injection_is_denied() {
     match report.actions[0].target() {
         portcullis_gateway::ActionTarget::Ssh(s) => {
             assert_eq!(s.argv(), ["systemctl", "restart", "api"]);
-            assert_eq!((s.user(), s.host(), s.port()), ("deploy", "127.0.0.1", 2222));
+            assert_eq!(
+                (s.user(), s.host(), s.port()),
+                ("deploy", "127.0.0.1", 2222)
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -357,7 +450,11 @@ fn ssh_argv_is_data_and_option_injection_is_denied() {
 
 #[test]
 fn rejection_ledger_never_holds_argument_values() {
-    let input = with_handshake(&call(2, "service_status", json!({"service": "SECRET-canary-value"})));
+    let input = with_handshake(&call(
+        2,
+        "service_status",
+        json!({"service": "SECRET-canary-value"}),
+    ));
     let report = run(&test_policy(OnInvalid::Close), &input);
     let ledger = format!("{:?} {:?}", report.rejections, report.closed);
     assert!(!ledger.contains("SECRET-canary-value"), "{ledger}");
@@ -381,7 +478,10 @@ fn complete_call_without_final_newline_is_truncated_and_never_executes() {
     input.extend(last);
     for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
         let report = run(&test_policy(mode), &input);
-        assert!(report.actions.is_empty(), "{mode:?}: a frame without its newline executed");
+        assert!(
+            report.actions.is_empty(),
+            "{mode:?}: a frame without its newline executed"
+        );
         assert_eq!(report.rejections[0].stage, Stage::Framing);
     }
 }
@@ -393,8 +493,16 @@ fn gateway_stdout_is_only_protocol_frames() {
     for (_, input) in hard_cases() {
         let report = run(&test_policy(OnInvalid::KeepOpen), &input);
         assert!(report.stdout.is_empty() || report.stdout.ends_with(b"\n"));
-        for line in report.stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            assert!(line.starts_with(b"{\"jsonrpc\":\"2.0\""), "{}", String::from_utf8_lossy(line));
+        for line in report
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+        {
+            assert!(
+                line.starts_with(b"{\"jsonrpc\":\"2.0\""),
+                "{}",
+                String::from_utf8_lossy(line)
+            );
         }
     }
 }

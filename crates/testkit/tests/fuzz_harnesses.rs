@@ -40,7 +40,10 @@ fn check(target: &str) {
     let root = workspace_root();
     let seeds = replay_dir(target, &root.join("corpus").join(target), run)
         + replay_dir(target, &root.join("regressions").join(target), run);
-    assert!(seeds > 0, "{target}: no checked-in corpus or regression inputs");
+    assert!(
+        seeds > 0,
+        "{target}: no checked-in corpus or regression inputs"
+    );
     bolero::check!()
         .with_iterations(2000)
         .with_max_len(4096)

@@ -51,7 +51,10 @@ proptest! {
 fn a_valid_session_executes_exactly_once() {
     for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
         let scenario = model::scenario(&model::valid_session(), mode, 65536);
-        assert_eq!(scenario.expected, [("service_status".to_owned(), "api".to_owned())]);
+        assert_eq!(
+            scenario.expected,
+            [("service_status".to_owned(), "api".to_owned())]
+        );
         check_model(&model::valid_session(), mode);
     }
 }
@@ -77,17 +80,59 @@ fn the_model_predicts_close_at_the_first_invalid_frame() {
 fn hand_written_sequences_match_the_model() {
     use model::BadId;
     let sequences: Vec<Vec<Op>> = vec![
-        vec![Op::Ping, Op::Initialize, Op::Initialized, Op::Call(Service::Web1), Op::ReusedId],
+        vec![
+            Op::Ping,
+            Op::Initialize,
+            Op::Initialized,
+            Op::Call(Service::Web1),
+            Op::ReusedId,
+        ],
         vec![Op::ModernCall(Service::Api), Op::Discover, Op::Initialize],
         vec![Op::Initialize, Op::SameLineBanner, Op::Call(Service::Api)],
         vec![Op::Initialize, Op::Concatenated, Op::CallCrlf(Service::Api)],
         vec![Op::Initialize, Op::OverLong, Op::Call(Service::Api)],
-        vec![Op::Initialize, Op::WrongId(BadId::Bool), Op::WrongId(BadId::Huge), Op::Call(Service::Api)],
-        vec![Op::Initialize, Op::UnknownArgument, Op::NotificationCall, Op::Probe(true), Op::Probe(false)],
-        vec![Op::Initialize, Op::UnknownMethod, Op::Cancel(3), Op::EmptyLine, Op::Call(Service::Api)],
-        vec![Op::Call(Service::Api), Op::Initialize, Op::Call(Service::Api), Op::Truncate],
-        vec![Op::Initialize, Op::ModernBadVersion, Op::Call(Service::BadCase), Op::Call(Service::Api)],
-        vec![Op::Initialized, Op::BadUtf8, Op::DuplicateName, Op::ParamsString, Op::UnknownTool, Op::Initialize, Op::ToolsList, Op::Call(Service::Api)],
+        vec![
+            Op::Initialize,
+            Op::WrongId(BadId::Bool),
+            Op::WrongId(BadId::Huge),
+            Op::Call(Service::Api),
+        ],
+        vec![
+            Op::Initialize,
+            Op::UnknownArgument,
+            Op::NotificationCall,
+            Op::Probe(true),
+            Op::Probe(false),
+        ],
+        vec![
+            Op::Initialize,
+            Op::UnknownMethod,
+            Op::Cancel(3),
+            Op::EmptyLine,
+            Op::Call(Service::Api),
+        ],
+        vec![
+            Op::Call(Service::Api),
+            Op::Initialize,
+            Op::Call(Service::Api),
+            Op::Truncate,
+        ],
+        vec![
+            Op::Initialize,
+            Op::ModernBadVersion,
+            Op::Call(Service::BadCase),
+            Op::Call(Service::Api),
+        ],
+        vec![
+            Op::Initialized,
+            Op::BadUtf8,
+            Op::DuplicateName,
+            Op::ParamsString,
+            Op::UnknownTool,
+            Op::Initialize,
+            Op::ToolsList,
+            Op::Call(Service::Api),
+        ],
     ];
     for ops in &sequences {
         for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {

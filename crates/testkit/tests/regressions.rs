@@ -45,13 +45,20 @@ fn every_regression_replays_within_bounds() {
             Ok(true) => {}
             Ok(false) => {
                 let _ = worker.join();
-                panic!("{name} ({}) fails its harness again", regression.sidecar.summary);
+                panic!(
+                    "{name} ({}) fails its harness again",
+                    regression.sidecar.summary
+                );
             }
             Err(_) => panic!("{name} exceeded the time bound of {TIME_BOUND:?}"),
         }
         let _ = worker.join();
         if let (Some(b), Some(a)) = (before, peak_rss_kib()) {
-            assert!(a.saturating_sub(b) < MEMORY_BOUND_KIB, "{name} grew peak memory by {} KiB", a - b);
+            assert!(
+                a.saturating_sub(b) < MEMORY_BOUND_KIB,
+                "{name} grew peak memory by {} KiB",
+                a - b
+            );
         }
         eprintln!("regression ok: {name} in {:?}", started.elapsed());
     }

@@ -1,0 +1,167 @@
+//! Policy loading: the example loads, and every error names the file, the
+//! tool and the field.
+
+use std::path::Path;
+
+use portcullis_gateway::policy::{OnInvalid, TargetSpec};
+use portcullis_gateway::{Policy, PolicyError, SecretStore};
+
+const BASE: &str = r#"
+[server]
+name = "t"
+
+[credentials.tok]
+env = "PORTCULLIS_TEST_TOKEN_UNSET"
+"#;
+
+fn tool(body: &str) -> String {
+    format!(
+        "{BASE}\n[[tools]]\nname = \"probe\"\n{body}\n[tools.input_schema]\ntype = \"object\"\nrequired = [\"service\"]\nproperties.service = {{ type = \"string\" }}\n"
+    )
+}
+
+fn error_of(text: &str) -> String {
+    let err = Policy::from_toml(text, Path::new("bad.toml")).expect_err("policy must be refused");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("bad.toml:"),
+        "error names the file: {message}"
+    );
+    message
+}
+
+#[test]
+fn the_example_policy_loads() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policy.toml");
+    let policy = Policy::load(&root).unwrap();
+    assert_eq!(policy.server.name, "example-gateway");
+    assert_eq!(policy.server.on_invalid, OnInvalid::Close);
+    assert_eq!(policy.server.max_frame_bytes, 4_194_304);
+    let names: Vec<_> = policy.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["service_status", "restart_service"]);
+    assert!(matches!(policy.tools[1].target, TargetSpec::Ssh(_)));
+}
+
+#[test]
+fn a_missing_file_is_an_io_error_naming_it() {
+    let err = Policy::load("/nonexistent/policy.toml").unwrap_err();
+    assert!(matches!(err, PolicyError::Io { .. }));
+    assert!(err.to_string().contains("/nonexistent/policy.toml"));
+}
+
+#[test]
+fn syntax_errors_name_the_file_and_position() {
+    let message = error_of("[server\nname = 1");
+    assert!(message.contains("line"), "{message}");
+}
+
+#[test]
+fn unknown_fields_are_refused() {
+    let message = error_of(&format!("{BASE}\n[server2]\nx = 1\n"));
+    assert!(message.contains("server2"), "{message}");
+    let message = error_of(&tool(
+        "[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]\nfollow_redirects = true",
+    ));
+    assert!(message.contains("follow_redirects"), "{message}");
+}
+
+#[test]
+fn errors_name_the_tool_and_the_field() {
+    let cases = [
+        (
+            tool(
+                "[tools.http]\nmethod = \"GET\"\nurl = \"ftp://127.0.0.1/x\"\nallow = [\"127.0.0.1:21\"]",
+            ),
+            "tools.http.url",
+        ),
+        (
+            tool(
+                "[tools.http]\nmethod = \"BREW\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]",
+            ),
+            "tools.http.method",
+        ),
+        (
+            tool(
+                "[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/{nope}\"\nallow = [\"127.0.0.1:1\"]",
+            ),
+            "placeholder {nope}",
+        ),
+        (
+            tool(
+                "[tools.http]\nmethod = \"GET\"\nurl = \"http://10.0.0.1:1/{service}\"\nallow = [\"127.0.0.1:1\"]",
+            ),
+            "tools.http.allow",
+        ),
+        (
+            tool(
+                "[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]\ncredential = \"missing\"",
+            ),
+            "tools.http.credential",
+        ),
+        (
+            tool(
+                "[tools.http]\nmethod = \"GET\"\nurl = \"http://user@127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]",
+            ),
+            "tools.http.url",
+        ),
+        (
+            tool(
+                "[tools.ssh]\nhost = \"127.0.0.1\"\nuser = \"deploy\"\nargv = [\"{service}\"]\nallow = [\"127.0.0.1:22\"]",
+            ),
+            "tools.ssh.argv[0]",
+        ),
+        (
+            tool(
+                "[tools.ssh]\nhost = \"127.0.0.1\"\nuser = \"-oProxyCommand=x\"\nargv = [\"ls\"]\nallow = [\"127.0.0.1:22\"]",
+            ),
+            "tools.ssh.user",
+        ),
+        (
+            tool(
+                "[tools.ssh]\nhost = \"127.0.0.1\"\nuser = \"d\"\nargv = [\"ls\"]\nallow = [\"nonsense\"]",
+            ),
+            "tools.ssh.allow",
+        ),
+        (tool(""), "tools"),
+    ];
+    for (text, field) in cases {
+        let message = error_of(&text);
+        assert!(message.contains("tool probe"), "names the tool: {message}");
+        assert!(message.contains(field), "names {field}: {message}");
+    }
+}
+
+#[test]
+fn remote_refs_are_never_fetched() {
+    let text = format!(
+        "{BASE}\n[[tools]]\nname = \"r\"\n[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]\n[tools.input_schema]\ntype = \"object\"\n\"$ref\" = \"http://127.0.0.1:9/schema.json\"\n"
+    );
+    let message = error_of(&text);
+    assert!(message.contains("tools.input_schema"), "{message}");
+}
+
+#[test]
+fn input_schema_root_must_be_an_object_schema() {
+    let text = format!(
+        "{BASE}\n[[tools]]\nname = \"r\"\n[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]\n[tools.input_schema]\ntype = \"string\"\n"
+    );
+    assert!(error_of(&text).contains("tools.input_schema"));
+}
+
+#[test]
+fn missing_credentials_are_problems_not_values() {
+    let policy = Policy::from_toml(&tool("[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]\ncredential = \"tok\""), Path::new("p.toml")).unwrap();
+    let store = SecretStore::from_environment(&policy);
+    assert!(store.get("tok").is_none());
+    assert!(store.problems()["tok"].contains("PORTCULLIS_TEST_TOKEN_UNSET"));
+    let stand_ins = SecretStore::stand_ins(&policy);
+    assert!(format!("{stand_ins:?}").contains("redacted"));
+    assert!(!format!("{stand_ins:?}").contains("stand-in:tok"));
+}
+
+#[test]
+fn duplicate_tool_names_are_refused() {
+    let one = "[[tools]]\nname = \"a\"\n[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:1/x\"\nallow = [\"127.0.0.1:1\"]\n[tools.input_schema]\ntype = \"object\"\n";
+    let message = error_of(&format!("{BASE}\n{one}\n{one}"));
+    assert!(message.contains("duplicate tool name"), "{message}");
+}
