@@ -53,6 +53,22 @@ pub enum EncodeError {
     /// strict profile) refuses it.
     #[error("error code {0} is outside ±(2^53−1)")]
     UnsafeErrorCode(i64),
+    /// An integer id outside ±(2^53−1), for the same reason.
+    #[error("id {0} is outside ±(2^53−1)")]
+    UnsafeId(i64),
+    /// A result or params that is not an object: every MCP result and
+    /// params value is an object, and the transcript checker requires it.
+    #[error("{0} must be a JSON object")]
+    NotAnObject(&'static str),
+}
+
+fn check_id(id: Option<&Id>) -> Result<(), EncodeError> {
+    match id {
+        Some(Id::Int(n)) if n.unsigned_abs() > crate::strict_json::MAX_SAFE_INTEGER as u64 => {
+            Err(EncodeError::UnsafeId(*n))
+        }
+        _ => Ok(()),
+    }
 }
 
 #[derive(Serialize)]
@@ -82,6 +98,10 @@ pub fn encode(message: &Outbound) -> Result<Vec<u8>, EncodeError> {
     };
     match message {
         Outbound::Response { id, result } => {
+            check_id(Some(id))?;
+            if !result.is_object() {
+                return Err(EncodeError::NotAnObject("result"));
+            }
             wire.id = Some(id);
             wire.result = Some(result);
         }
@@ -89,10 +109,14 @@ pub fn encode(message: &Outbound) -> Result<Vec<u8>, EncodeError> {
             if error.code.unsigned_abs() > crate::strict_json::MAX_SAFE_INTEGER as u64 {
                 return Err(EncodeError::UnsafeErrorCode(error.code));
             }
+            check_id(id.as_ref())?;
             wire.id = id.as_ref();
             wire.error = Some(error);
         }
         Outbound::Notification { method, params } => {
+            if params.as_ref().is_some_and(|p| !p.is_object()) {
+                return Err(EncodeError::NotAnObject("params"));
+            }
             wire.method = Some(method);
             wire.params = params.as_ref();
         }

@@ -16,9 +16,10 @@
 //!   any number that is integral and beyond ±(2^53−1) is refused, whatever
 //!   its spelling (`1e22` too). Values that overflow a double (`1e400`) are
 //!   refused by serde_json itself. Fractions such as `0.1` are accepted.
-//! - **Strings**: lone surrogate escapes (`"\ud800"`) and a byte-order mark
-//!   are refused (serde_json refuses both when strings are decoded, which
-//!   these visitors always do).
+//! - **Strings**: lone surrogate escapes (`"\ud800"`) are refused (serde_json
+//!   refuses them when strings are decoded, which these visitors always do).
+//!   A byte-order mark before the value is refused as unexpected input; a
+//!   U+FEFF character inside a string is ordinary text and is kept.
 
 use std::borrow::Cow;
 use std::fmt;

@@ -381,3 +381,47 @@ fn rejections_never_carry_the_frame() {
     let r = rejected_at(&format!(r#"{{"{key}":1,"{key}":2}}"#), Stage::Json);
     assert!(!format!("{r:?} {r}").contains(key), "{r}");
 }
+
+#[test]
+fn the_encoder_refuses_what_the_transcript_checker_would() {
+    use portcullis_wire::{EncodeError, ErrorObject, Outbound, encode};
+    let huge = Id::Int(1 << 53);
+    let r = encode(&Outbound::Response {
+        id: huge.clone(),
+        result: serde_json::json!({}),
+    });
+    assert!(matches!(r, Err(EncodeError::UnsafeId(_))));
+    let r = encode(&Outbound::Response {
+        id: Id::Int(1),
+        result: serde_json::json!([1]),
+    });
+    assert!(matches!(r, Err(EncodeError::NotAnObject("result"))));
+    let error = ErrorObject {
+        code: -32600,
+        message: "m".into(),
+        data: None,
+    };
+    let r = encode(&Outbound::Error {
+        id: Some(huge),
+        error,
+    });
+    assert!(matches!(r, Err(EncodeError::UnsafeId(_))));
+    let r = encode(&Outbound::Notification {
+        method: "m".into(),
+        params: Some(serde_json::json!("x")),
+    });
+    assert!(matches!(r, Err(EncodeError::NotAnObject("params"))));
+    let ok = encode(&Outbound::Error {
+        id: None,
+        error: ErrorObject {
+            code: -32700,
+            message: "m".into(),
+            data: None,
+        },
+    })
+    .unwrap();
+    assert!(
+        !String::from_utf8(ok).unwrap().contains("null"),
+        "no id member at all"
+    );
+}
