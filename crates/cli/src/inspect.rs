@@ -90,10 +90,11 @@ fn parse_max_frame_bytes(s: &str) -> Result<usize, String> {
     }
 }
 
-/// Run the subcommand: exit 0 when every line is accepted, 1 when any is
-/// rejected. I/O errors are returned (the caller exits 2), except a closed
-/// stdout, which ends the run quietly with status 2.
-pub fn run(args: &InspectArgs) -> anyhow::Result<ExitCode> {
+/// Run the subcommand, writing the report to `out` (the process's stdout):
+/// exit 0 when every line is accepted, 1 when any is rejected. I/O errors
+/// are returned (the caller exits 2), except a closed stdout, which ends
+/// the run quietly with status 2.
+pub fn run(args: &InspectArgs, out: impl Write) -> anyhow::Result<ExitCode> {
     let (mut input, name): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
         (Box::new(io::stdin().lock()), "standard input".to_owned())
     } else {
@@ -101,7 +102,7 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot open {}", args.input.display()))?;
         (Box::new(file), args.input.display().to_string())
     };
-    let mut report = Report::new(BufWriter::new(io::stdout().lock()), args.json);
+    let mut report = Report::new(BufWriter::new(out), args.json);
     let outcome = match args.direction {
         Direction::Client => inspect_client(&mut input, args.max_frame_bytes, &mut report),
         Direction::Server => inspect_server(&mut input, args.max_frame_bytes, &mut report),

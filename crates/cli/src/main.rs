@@ -3,15 +3,28 @@
 //! This file holds only the command line surface and the dispatch; each
 //! subcommand lives in its own module. Exit codes follow one convention
 //! across subcommands: 0 for success, 1 when the subject of the command was
-//! found wanting (a rejected line, a failed check), 2 for usage and I/O
-//! errors. clap reports usage errors itself, on stderr, with status 2.
+//! found wanting (a rejected line, a failed check, a malformed journal), 2
+//! for usage and I/O errors. clap reports usage errors itself, on stderr,
+//! with status 2. `portcullis mcp` adds 3 (session closed on invalid input)
+//! and 4 (stdout write failure); see [`mcp`].
+//!
+//! stdout ownership: the very first thing `main` does, for every
+//! subcommand, is move stdout to a private descriptor and point fd 1 at
+//! stderr ([`stdio::take_stdout`]). The MCP driver writes protocol frames
+//! to the private descriptor; the report subcommands and clap's `--help`
+//! and `--version` get it as a plain writer. Nothing else can reach it.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod audit;
 mod inspect;
+mod mcp;
+mod policy_cmd;
 mod replay;
+mod stdio;
 
 /// A strict stdio boundary in front of an MCP server.
 #[derive(Debug, Parser)]
@@ -23,6 +36,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve one MCP session on stdin/stdout, running authorized actions
+    /// with the real HTTP and SSH executors. Exit status: 0 at end of
+    /// input, 2 on a startup error, 3 when the session closed on invalid
+    /// input, 4 when stdout could not be written.
+    Mcp(mcp::McpArgs),
+    /// Validate a policy file, or show the tools it exposes.
+    Policy(policy_cmd::PolicyArgs),
+    /// Check an audit journal written by `portcullis mcp --audit`.
+    Audit(audit::AuditArgs),
     /// Report, line by line, whether the wire layer accepts a file of
     /// newline-delimited frames.
     Inspect(inspect::InspectArgs),
@@ -32,16 +54,37 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Before anything else can print: stdout becomes private, fd 1 → stderr.
+    let stdout = stdio::take_stdout();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(&err, stdout),
+    };
     let result = match cli.command {
-        Command::Inspect(args) => inspect::run(&args),
-        Command::Replay(args) => replay::run(&args),
+        Command::Mcp(args) => mcp::run(&args, stdout),
+        Command::Policy(args) => policy_cmd::run(&args, stdout.into_writer()),
+        Command::Audit(args) => audit::run(&args, stdout.into_writer()),
+        Command::Inspect(args) => inspect::run(&args, stdout.into_writer()),
+        Command::Replay(args) => replay::run(&args, stdout.into_writer()),
     };
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("portcullis: error: {err:#}");
-            ExitCode::from(2)
+            let _ = writeln!(std::io::stderr(), "portcullis: error: {err:#}");
+            ExitCode::from(mcp::EXIT_STARTUP)
         }
     }
+}
+
+/// Report a parse outcome the way clap would: `--help` and `--version` on
+/// (the private) stdout with status 0, usage errors on stderr with 2.
+fn clap_exit(err: &clap::Error, stdout: stdio::PrivateStdout) -> ExitCode {
+    if err.use_stderr() {
+        let _ = err.print();
+    } else {
+        let mut out = stdout.into_writer();
+        let _ = write!(out, "{}", err.render());
+        let _ = out.flush();
+    }
+    ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(mcp::EXIT_STARTUP))
 }

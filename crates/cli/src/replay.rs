@@ -40,8 +40,9 @@ pub struct ReplayArgs {
     input: String,
 }
 
-/// Run `portcullis replay`.
-pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+/// Run `portcullis replay`, writing the report to `out` (the process's
+/// stdout).
+pub fn run(args: &ReplayArgs, out: impl Write) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&args.policy)?;
     let secrets = if args.env_credentials {
         SecretStore::from_environment(&policy)
@@ -51,7 +52,10 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let policy = Arc::new(policy.bind_secrets(secrets));
     let mut input = Vec::new();
     if args.input == "-" {
-        std::io::stdin().lock().read_to_end(&mut input).context("reading stdin")?;
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut input)
+            .context("reading stdin")?;
     } else {
         input = std::fs::read(&args.input).with_context(|| format!("reading {}", args.input))?;
     }
@@ -63,7 +67,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let report = run_session_unchecked(&policy, &input, &chunking, &recorder);
     let transcript = check_transcript(&report.stdout);
 
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::new(out);
     if args.json {
         let actions: Vec<_> = report
             .actions
@@ -96,10 +100,18 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         writeln!(out, "rejections: {}", report.rejections.len())?;
         for r in &report.rejections {
-            writeln!(out, "  line {}: {} {} {}", r.line, r.stage, r.code, r.fingerprint)?;
+            writeln!(
+                out,
+                "  line {}: {} {} {}",
+                r.line, r.stage, r.code, r.fingerprint
+            )?;
         }
         match &report.closed {
-            Some(c) => writeln!(out, "closed: line {} [{} {}] {}", c.line, c.stage, c.code, c.reason)?,
+            Some(c) => writeln!(
+                out,
+                "closed: line {} [{} {}] {}",
+                c.line, c.stage, c.code, c.reason
+            )?,
             None => writeln!(out, "closed: no")?,
         }
         match transcript {

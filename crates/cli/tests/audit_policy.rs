@@ -1,0 +1,388 @@
+//! `portcullis mcp --audit`, `portcullis audit verify` and
+//! `portcullis policy check/tools`, run as processes (see `common`).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{FakeHttp, Launch, Run, Step, call, example, http_policy, session};
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+const TOKEN: &str = "tok-audit-canary-51f3";
+/// An argument value that must never appear in the journal.
+const ARG: &str = "zqx-arg-value";
+
+struct Fixture {
+    cwd: TempDir,
+    files: TempDir,
+    policy: PathBuf,
+}
+
+impl Fixture {
+    fn new(policy_text: &str) -> Self {
+        let cwd = tempfile::tempdir().expect("cwd");
+        let files = tempfile::tempdir().expect("files");
+        let policy = files.path().join("policy.toml");
+        std::fs::write(&policy, policy_text).expect("write policy");
+        Self { cwd, files, policy }
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.files.path().join(name)
+    }
+
+    fn mcp(&self, audit: &Path) -> Launch {
+        Launch::new(self.cwd.path(), &["mcp", "--policy"])
+            .arg(&self.policy)
+            .arg("--audit")
+            .arg(audit)
+            .env("TEST_TOKEN", TOKEN)
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        Launch::new(self.cwd.path(), args).run(b"")
+    }
+}
+
+fn records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("read the journal")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+fn kinds(records: &[Value]) -> Vec<&str> {
+    records
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap_or("?"))
+        .collect()
+}
+
+fn stdout_text(run: &Run) -> String {
+    String::from_utf8(run.stdout.clone()).expect("utf-8 stdout")
+}
+
+#[test]
+fn the_intent_is_on_disk_before_the_request_and_the_outcome_after() {
+    let fx = Fixture::new("");
+    let audit = fx.file("audit.jsonl");
+    let server = FakeHttp::with(std::time::Duration::from_millis(10), Some(audit.clone()));
+    std::fs::write(&fx.policy, http_policy(server.port())).expect("policy");
+    let run = fx.mcp(&audit).run(&session(&[&call(
+        2,
+        "service_status",
+        json!({"service": ARG}),
+    )]));
+    run.assert_code(0);
+    let (_, is_error) = run.tool_result(2);
+    assert!(!is_error, "{}", run.context());
+    assert_eq!(server.connections(), 1);
+
+    // What the journal held when the request arrived: the intent, no outcome.
+    let seen = server.observed();
+    assert!(seen[0].contains("\"kind\":\"intent\""), "{seen:?}");
+    assert!(!seen[0].contains("\"kind\":\"outcome\""), "{seen:?}");
+
+    let all = records(&audit);
+    assert_eq!(kinds(&all), ["intent", "outcome"]);
+    let (intent, outcome) = (&all[0], &all[1]);
+    assert_eq!(intent["tool"], "service_status");
+    assert_eq!(intent["target_kind"], "http");
+    assert_eq!(intent["host"], "127.0.0.1");
+    assert_eq!(intent["port"], server.port());
+    assert_eq!(intent["line"], 3);
+    assert_eq!(intent["ticket"], outcome["ticket"]);
+    assert_eq!(intent["session"], outcome["session"]);
+    assert_eq!(outcome["is_error"], false);
+    assert_eq!(outcome["executed"], true);
+    let time = intent["time"].as_str().expect("time");
+    assert!(
+        time.len() == 24 && time.ends_with('Z') && &time[10..11] == "T",
+        "{time}"
+    );
+
+    let text = std::fs::read_to_string(&audit).expect("journal");
+    assert!(
+        !text.contains(ARG),
+        "an argument value is in the journal: {text}"
+    );
+    assert!(
+        !text.contains(TOKEN),
+        "the credential is in the journal: {text}"
+    );
+
+    let verify = fx.run(&["audit", "verify", audit.to_str().expect("utf-8")]);
+    verify.assert_code(0);
+    let report = stdout_text(&verify);
+    for line in [
+        "rejections: 0",
+        "intents: 1",
+        "outcomes: 1",
+        "interrupted: 0",
+        "malformed: 0",
+    ] {
+        assert!(report.contains(line), "{report}");
+    }
+}
+
+#[test]
+fn rejections_are_journaled_without_bytes_or_values() {
+    let server = FakeHttp::start();
+    let fx = Fixture::new(&http_policy(server.port()));
+    let audit = fx.file("audit.jsonl");
+    let input = session(&[&call(
+        2,
+        "service_status",
+        json!({"service": "api", "extra": ARG}),
+    )]);
+    let run = fx.mcp(&audit).run(&input);
+    run.assert_code(3);
+    assert_eq!(server.connections(), 0);
+    let all = records(&audit);
+    assert_eq!(kinds(&all), ["rejection"]);
+    assert_eq!(all[0]["line"], 3);
+    assert_eq!(all[0]["stage"], "schema");
+    assert_eq!(all[0]["code"], -32602);
+    assert_eq!(all[0]["fingerprint"].as_str().map(str::len), Some(64));
+    let text = std::fs::read_to_string(&audit).expect("journal");
+    assert!(!text.contains(ARG), "{text}");
+
+    // A second session appends to the same file.
+    let run = fx.mcp(&audit).run(b"debug: hello\n");
+    run.assert_code(3);
+    let all = records(&audit);
+    assert_eq!(kinds(&all), ["rejection", "rejection"]);
+    assert_ne!(all[0]["session"], all[1]["session"]);
+}
+
+#[test]
+fn an_unwritable_journal_denies_the_action_without_running_it() {
+    let server = FakeHttp::start();
+    let fx = Fixture::new(&http_policy(server.port()));
+    // Opening /dev/full succeeds; every write fails (ENOSPC).
+    let run = fx.mcp(Path::new("/dev/full")).run(&session(&[&call(
+        2,
+        "service_status",
+        json!({"service": "api"}),
+    )]));
+    run.assert_code(0);
+    assert_eq!(
+        run.tool_result(2),
+        ("denied: audit journal unavailable".to_owned(), true)
+    );
+    assert_eq!(server.connections(), 0, "{}", run.context());
+}
+
+#[test]
+fn a_journal_in_a_missing_directory_is_a_startup_error() {
+    let server = FakeHttp::start();
+    let fx = Fixture::new(&http_policy(server.port()));
+    let run = fx
+        .mcp(Path::new("/nonexistent-dir/audit.jsonl"))
+        .run(&session(&[&call(
+            2,
+            "service_status",
+            json!({"service": "api"}),
+        )]));
+    run.assert_code(2);
+    assert!(run.stdout.is_empty(), "{}", run.context());
+    assert!(run.stderr_text().contains("/nonexistent-dir/audit.jsonl"));
+    assert_eq!(server.connections(), 0);
+}
+
+#[test]
+fn close_waits_for_running_actions_and_journals_their_outcome() {
+    let server = FakeHttp::with(std::time::Duration::from_millis(500), None);
+    let fx = Fixture::new(&http_policy(server.port()));
+    let audit = fx.file("audit.jsonl");
+    let input = session(&[&call(2, "slow_status", json!({"service": "a"})), b"oops\n"]);
+    let run = fx.mcp(&audit).run(&input);
+    run.assert_code(3);
+    assert_eq!(server.connections(), 1);
+    // The session closed before the answer: nothing more is written.
+    assert!(run.answer(2).is_none(), "{}", run.context());
+    let all = records(&audit);
+    assert_eq!(kinds(&all), ["intent", "rejection", "outcome"]);
+    assert_eq!(all[2]["executed"], true);
+}
+
+#[test]
+fn audit_verify_reports_interrupted_and_malformed_journals() {
+    let server = FakeHttp::start();
+    let fx = Fixture::new(&http_policy(server.port()));
+    let audit = fx.file("audit.jsonl");
+    // A hung tool and a short grace period: the process ends while the
+    // action runs, leaving its intent without an outcome.
+    let run = fx
+        .mcp(&audit)
+        .args(&["--stray-print-test", "--grace-ms", "100"])
+        .run_steps(vec![
+            Step::Write(session(&[
+                &call(2, "service_status", json!({"service": "a"})),
+                &call(3, "hang_tool", json!({"service": "b"})),
+            ])),
+            // Let the quick call finish before stdin ends.
+            Step::Sleep(std::time::Duration::from_millis(600)),
+        ]);
+    run.assert_code(0);
+    let (_, is_error) = run.tool_result(2);
+    assert!(!is_error, "{}", run.context());
+    // Answered "interrupted" at the end of the grace period (or "timed
+    // out" if the driver's own deadline came first on a slow machine).
+    let (text, is_error) = run.tool_result(3);
+    assert!(is_error, "{text}");
+    let path = audit.to_str().expect("utf-8");
+
+    let verify = fx.run(&["audit", "verify", path]);
+    verify.assert_code(0);
+    let report = stdout_text(&verify);
+    for line in [
+        "intents: 2",
+        "outcomes: 1",
+        "interrupted: 1",
+        "malformed: 0",
+    ] {
+        assert!(report.contains(line), "{report}");
+    }
+    assert!(report.contains("tool \"hang_tool\""), "{report}");
+
+    // A truncated journal: the last record cut short.
+    let text = std::fs::read_to_string(&audit).expect("journal");
+    let truncated = fx.file("truncated.jsonl");
+    std::fs::write(&truncated, &text[..text.len() - 10]).expect("write");
+    let verify = fx.run(&["audit", "verify", truncated.to_str().expect("utf-8")]);
+    verify.assert_code(1);
+    assert!(
+        stdout_text(&verify).contains("truncated final line"),
+        "{}",
+        stdout_text(&verify)
+    );
+
+    // Malformed lines: not JSON, an unknown kind, an orphan outcome.
+    let malformed = fx.file("malformed.jsonl");
+    let extra = concat!(
+        "not json\n",
+        "{\"kind\":\"party\",\"time\":\"t\",\"session\":\"s\"}\n",
+        "{\"kind\":\"outcome\",\"time\":\"t\",\"session\":\"s\",\"ticket\":9,\"is_error\":false}\n",
+    );
+    std::fs::write(&malformed, format!("{text}{extra}")).expect("write");
+    let verify = fx.run(&["audit", "verify", malformed.to_str().expect("utf-8")]);
+    verify.assert_code(1);
+    let report = stdout_text(&verify);
+    assert!(report.contains("malformed: 3"), "{report}");
+    assert!(report.contains("interrupted: 1"), "{report}");
+
+    let verify = fx.run(&["audit", "verify", "/nonexistent/audit.jsonl"]);
+    verify.assert_code(2);
+    assert!(verify.stdout.is_empty());
+}
+
+#[test]
+fn policy_check_accepts_the_example_and_warns_about_missing_credentials() {
+    let fx = Fixture::new("");
+    let example = example("policy.toml");
+    let run = Launch::new(fx.cwd.path(), &["policy", "check"])
+        .arg(&example)
+        .run(b"");
+    run.assert_code(0);
+    assert_eq!(stdout_text(&run), "ok: 2 tools\n");
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains("warning: credential status_token"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("STATUS_TOKEN"), "{stderr}");
+    assert!(stderr.contains("service_status"), "{stderr}");
+    assert!(
+        stderr.contains("warning: credential deploy_key"),
+        "{stderr}"
+    );
+
+    let run = Launch::new(fx.cwd.path(), &["policy", "check"])
+        .arg(&example)
+        .env("STATUS_TOKEN", "secret-value-123")
+        .run(b"");
+    run.assert_code(0);
+    let stderr = run.stderr_text();
+    assert!(!stderr.contains("credential status_token"), "{stderr}");
+    assert!(!stderr.contains("secret-value-123"), "{stderr}");
+}
+
+#[test]
+fn policy_check_names_file_tool_and_field_of_a_broken_policy() {
+    let server = FakeHttp::start();
+    let broken = http_policy(server.port()).replacen(
+        &format!("allow = [\"127.0.0.1:{}\"]", server.port()),
+        "allow = [\"127.0.0.1\"]",
+        1,
+    );
+    let fx = Fixture::new(&broken);
+    let run = fx.run(&["policy", "check", fx.policy.to_str().expect("utf-8")]);
+    run.assert_code(1);
+    assert!(run.stdout.is_empty());
+    let stderr = run.stderr_text();
+    assert!(
+        stderr.contains(&fx.policy.display().to_string()),
+        "{stderr}"
+    );
+    assert!(stderr.contains("tool service_status"), "{stderr}");
+    assert!(stderr.contains("tools.http.allow"), "{stderr}");
+
+    std::fs::write(&fx.policy, "[server]\nname = \"x\"\nbogus = 1\n").expect("write");
+    let run = fx.run(&["policy", "check", fx.policy.to_str().expect("utf-8")]);
+    run.assert_code(1);
+    assert!(run.stderr_text().contains("bogus"), "{}", run.stderr_text());
+
+    let run = fx.run(&["policy", "check", "/nonexistent/policy.toml"]);
+    run.assert_code(2);
+    assert!(run.stdout.is_empty());
+    let run = fx.run(&["policy", "tools", "/nonexistent/policy.toml"]);
+    run.assert_code(2);
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn policy_tools_prints_what_a_client_would_see() {
+    let fx = Fixture::new("");
+    let run = Launch::new(fx.cwd.path(), &["policy", "tools"])
+        .arg(example("policy.toml"))
+        .run(b"");
+    run.assert_code(0);
+    let value: Value = serde_json::from_slice(&run.stdout).expect("pretty JSON");
+    assert!(stdout_text(&run).contains("\n  \"tools\": ["), "not pretty");
+    let names: Vec<&str> = value["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["service_status", "restart_service"]);
+    assert_eq!(value["tools"][0]["inputSchema"]["type"], "object");
+    assert_eq!(
+        value["tools"][0]["inputSchema"]["additionalProperties"],
+        false
+    );
+}
+
+#[test]
+fn help_and_version_go_to_stdout() {
+    let fx = Fixture::new("");
+    let run = fx.run(&["--version"]);
+    run.assert_code(0);
+    assert!(
+        stdout_text(&run).starts_with("portcullis "),
+        "{}",
+        run.context()
+    );
+    let run = fx.run(&["--help"]);
+    run.assert_code(0);
+    for sub in ["mcp", "policy", "audit", "inspect", "replay"] {
+        assert!(stdout_text(&run).contains(sub), "{}", run.context());
+    }
+    let run = fx.run(&["no-such-command"]);
+    run.assert_code(2);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr_text().contains("no-such-command"));
+}

@@ -1,0 +1,638 @@
+//! Shared helpers for the process-level tests: run the built `portcullis`
+//! binary the way a user would (a copy in its own directory, that directory
+//! as the working directory, an environment holding only `PATH` plus what
+//! the test adds), fake services on loopback, and the stdout oracle.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use portcullis_wire::check_transcript;
+use serde_json::{Value, json};
+
+/// The binary cargo built for this test run.
+const BUILT: &str = env!("CARGO_BIN_EXE_portcullis");
+
+/// How long any one launch may run before the test kills it.
+pub const LAUNCH_LIMIT: Duration = Duration::from_secs(30);
+
+/// A copy of the binary under test in a directory of its own (one per test
+/// binary, replaced atomically on every run). The binary is the one cargo
+/// built for this test run, or `$PORTCULLIS_BIN` when set (so CI can run
+/// these tests against a release build without building it twice).
+pub fn binary() -> &'static Path {
+    static COPY: OnceLock<PathBuf> = OnceLock::new();
+    COPY.get_or_init(|| {
+        let source = std::env::var_os("PORTCULLIS_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(BUILT));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{}-bin", env!("CARGO_CRATE_NAME")));
+        std::fs::create_dir_all(&dir).expect("create the binary directory");
+        let partial = dir.join(format!("portcullis.{}.partial", std::process::id()));
+        std::fs::copy(&source, &partial)
+            .unwrap_or_else(|e| panic!("copy {}: {e}", source.display()));
+        let dest = dir.join("portcullis");
+        std::fs::rename(&partial, &dest).expect("install the binary copy");
+        dest
+    })
+}
+
+/// The workspace's `examples/` directory.
+pub fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .join(name)
+}
+
+/// One step of what the test feeds to the child's stdin.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Write these bytes.
+    Write(Vec<u8>),
+    /// Wait.
+    Sleep(Duration),
+}
+
+/// How to launch the binary.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub args: Vec<OsString>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// What a launch produced.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub launch: String,
+    pub elapsed: Duration,
+}
+
+impl Launch {
+    /// `portcullis <args>` run from `cwd` with only `PATH` set.
+    pub fn new(cwd: &Path, args: &[&str]) -> Self {
+        Self {
+            args: args.iter().map(OsString::from).collect(),
+            env: Vec::new(),
+            cwd: cwd.to_owned(),
+        }
+    }
+
+    /// Add an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Add arguments.
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(OsString::from));
+        self
+    }
+
+    /// Add one argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// The command, for failure messages.
+    pub fn describe(&self) -> String {
+        let mut text = format!("cd {:?} && env -i PATH=\"$PATH\"", self.cwd);
+        for (k, v) in &self.env {
+            let _ = write!(text, " {k}={v:?}");
+        }
+        let _ = write!(text, " {}", binary().display());
+        for arg in &self.args {
+            let _ = write!(text, " {arg:?}");
+        }
+        text
+    }
+
+    /// The configured command, stdio piped.
+    pub fn command(&self) -> Command {
+        let mut command = Command::new(binary());
+        command
+            .args(&self.args)
+            .env_clear()
+            .env(
+                "PATH",
+                std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
+            )
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// Start the child, retrying while the binary copy is still "busy"
+    /// (another thread's fork may briefly hold the copy's write handle).
+    pub fn spawn(&self) -> Child {
+        let mut tries = 0;
+        loop {
+            match self.command().spawn() {
+                Ok(child) => return child,
+                Err(err) if err.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                    tries += 1;
+                    thread::sleep(Duration::from_millis(20));
+                }
+                Err(err) => panic!("cannot launch {}: {err}", self.describe()),
+            }
+        }
+    }
+
+    /// Feed `stdin` at once, close it, and wait.
+    pub fn run(&self, stdin: &[u8]) -> Run {
+        self.run_steps(vec![Step::Write(stdin.to_vec())])
+    }
+
+    /// Feed `steps`, close stdin, and wait (at most [`LAUNCH_LIMIT`]).
+    pub fn run_steps(&self, steps: Vec<Step>) -> Run {
+        let started = Instant::now();
+        let mut child = self.spawn();
+        let mut stdin = child.stdin.take().expect("stdin");
+        let feeder = thread::spawn(move || {
+            for step in steps {
+                match step {
+                    // The child may exit early (closed session); a broken
+                    // pipe is expected then.
+                    Step::Write(bytes) => {
+                        if stdin.write_all(&bytes).is_err() {
+                            return;
+                        }
+                    }
+                    Step::Sleep(d) => thread::sleep(d),
+                }
+            }
+        });
+        let stdout = drain(child.stdout.take().expect("stdout"));
+        let stderr = drain(child.stderr.take().expect("stderr"));
+        let status = wait_limited(&mut child, LAUNCH_LIMIT, &self.describe());
+        let _ = feeder.join();
+        Run {
+            status,
+            stdout: stdout.join().expect("stdout reader"),
+            stderr: stderr.join().expect("stderr reader"),
+            launch: self.describe(),
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+/// Read a pipe to its end on a thread.
+pub fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+/// Wait for `child`, killing it after `limit`.
+pub fn wait_limited(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("killed after {limit:?}: {what}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+impl Run {
+    /// The exit code (None when killed by a signal).
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// Context for a failed assertion.
+    pub fn context(&self) -> String {
+        let stderr = self.stderr_text();
+        let tail: String = {
+            let start = stderr.len().saturating_sub(4000);
+            let start = (start..stderr.len())
+                .find(|i| stderr.is_char_boundary(*i))
+                .unwrap_or(stderr.len());
+            stderr[start..].to_owned()
+        };
+        format!(
+            "launch: {}\nexit: {:?}\nstdout: {}\nstderr (tail):\n{tail}",
+            self.launch,
+            self.status,
+            portcullis_wire::transcript::render_bytes(&self.stdout)
+        )
+    }
+
+    /// Assert the exit code.
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "unexpected exit status\n{}",
+            self.context()
+        );
+        self
+    }
+
+    /// Check stdout byte by byte with the transcript oracle; returns the
+    /// number of frames.
+    pub fn assert_clean_stdout(&self) -> usize {
+        match check_transcript(&self.stdout) {
+            Ok(n) => n,
+            Err(violation) => panic!("{violation}\n{}", self.context()),
+        }
+    }
+
+    /// Stdout frames as JSON (after checking them).
+    pub fn frames(&self) -> Vec<Value> {
+        self.assert_clean_stdout();
+        self.stdout
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).expect("checked frames are JSON"))
+            .collect()
+    }
+
+    /// The frame answering request `id`.
+    pub fn answer(&self, id: i64) -> Option<Value> {
+        self.frames().into_iter().find(|f| f["id"] == json!(id))
+    }
+
+    /// The text of the tool result answering `id`, and its `isError`.
+    pub fn tool_result(&self, id: i64) -> (String, bool) {
+        let frame = self
+            .answer(id)
+            .unwrap_or_else(|| panic!("no answer for id {id}\n{}", self.context()));
+        let result = &frame["result"];
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| {
+                panic!(
+                    "answer for id {id} is not a tool result: {frame}\n{}",
+                    self.context()
+                )
+            })
+            .to_owned();
+        (text, result["isError"].as_bool().unwrap_or(false))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Frames
+
+/// One frame: compact JSON plus `\n`.
+pub fn frame(value: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(value).expect("serialize");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// initialize (id 1) + notifications/initialized.
+pub fn handshake() -> Vec<u8> {
+    let mut bytes = frame(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": { "name": "process-test", "version": "1" }
+        }
+    }));
+    bytes.extend(frame(
+        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    ));
+    bytes
+}
+
+/// A legacy tools/call.
+pub fn call(id: i64, tool: &str, arguments: Value) -> Vec<u8> {
+    frame(&json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": { "name": tool, "arguments": arguments }
+    }))
+}
+
+/// The handshake followed by `rest`.
+pub fn session(rest: &[&[u8]]) -> Vec<u8> {
+    let mut bytes = handshake();
+    for part in rest {
+        bytes.extend_from_slice(part);
+    }
+    bytes
+}
+
+// ---------------------------------------------------------------------------
+// A fake HTTP service
+
+/// A loopback HTTP service that counts TCP connections and keeps each
+/// request head. Paths starting with `/slow` are answered after
+/// `slow_delay`. When `observe` is set, the file is read at every accepted
+/// connection (to prove what was on disk before the request arrived).
+#[derive(Debug)]
+pub struct FakeHttp {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    requests: Arc<Mutex<Vec<String>>>,
+    observed: Arc<Mutex<Vec<String>>>,
+    gauge: Arc<Gauge>,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+}
+
+/// Connections being served now, and the most ever at once.
+#[derive(Debug, Default)]
+struct Gauge {
+    active: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl FakeHttp {
+    pub fn start() -> Self {
+        Self::with(Duration::from_millis(800), None)
+    }
+
+    pub fn with(slow_delay: Duration, observe: Option<PathBuf>) -> Self {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let observed = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let gauge = Arc::new(Gauge::default());
+        let accept = {
+            let (connections, requests, observed, stop, gauge) = (
+                Arc::clone(&connections),
+                Arc::clone(&requests),
+                Arc::clone(&observed),
+                Arc::clone(&stop),
+                Arc::clone(&gauge),
+            );
+            thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    connections.fetch_add(1, Ordering::SeqCst);
+                    if let Some(path) = &observe {
+                        let text = std::fs::read_to_string(path).unwrap_or_default();
+                        observed.lock().unwrap().push(text);
+                    }
+                    let requests = Arc::clone(&requests);
+                    let gauge = Arc::clone(&gauge);
+                    thread::spawn(move || {
+                        let now = gauge.active.fetch_add(1, Ordering::SeqCst) + 1;
+                        gauge.peak.fetch_max(now, Ordering::SeqCst);
+                        serve(stream, &requests, slow_delay);
+                        gauge.active.fetch_sub(1, Ordering::SeqCst);
+                    });
+                }
+            })
+        };
+        Self {
+            port,
+            connections,
+            requests,
+            observed,
+            gauge,
+            stop,
+            accept: Some(accept),
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    /// Request heads received so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// The most connections served at the same time.
+    pub fn peak_concurrency(&self) -> usize {
+        self.gauge.peak.load(Ordering::SeqCst)
+    }
+
+    /// The observed file's contents at each connection.
+    pub fn observed(&self) -> Vec<String> {
+        self.observed.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FakeHttp {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port));
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, requests: &Mutex<Vec<String>>, slow_delay: Duration) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+    requests.lock().unwrap().push(head);
+    if path.starts_with("/slow") {
+        thread::sleep(slow_delay);
+    }
+    let body = format!("status ok for {path}");
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes());
+    let _ = stream.flush();
+    let _ = stream.shutdown(Shutdown::Write);
+}
+
+/// The HTTP test policy: every tool points at `port`.
+pub fn http_policy(port: u16) -> String {
+    let schema = r#"[tools.input_schema]
+type = "object"
+required = ["service"]
+additionalProperties = false
+properties.service = { type = "string", pattern = "^[a-z][a-z0-9-]{0,31}$" }
+"#;
+    let mut text = String::from(
+        r#"[server]
+name = "process-test"
+on_invalid = "close"
+max_frame_bytes = 8192
+
+[credentials.status_token]
+env = "TEST_TOKEN"
+"#,
+    );
+    for (name, path, timeout) in [
+        ("service_status", "status", 5000),
+        ("restart_service", "restart", 5000),
+        ("slow_status", "slow", 5000),
+        ("panic_tool", "panic", 5000),
+        ("hang_tool", "hang", 200),
+    ] {
+        let _ = write!(
+            text,
+            r#"
+[[tools]]
+name = "{name}"
+timeout_ms = {timeout}
+[tools.http]
+method = "GET"
+url = "http://127.0.0.1:{port}/{path}/{{service}}"
+allow = ["127.0.0.1:{port}"]
+credential = "status_token"
+{schema}"#
+        );
+    }
+    let _ = write!(
+        text,
+        r#"
+[[tools]]
+name = "region_probe"
+description = "Probe a host by name; only 127.0.0.1 is allowed"
+[tools.http]
+method = "GET"
+url = "http://{{host}}:{port}/probe"
+allow = ["127.0.0.1:{port}"]
+[tools.input_schema]
+type = "object"
+required = ["host"]
+additionalProperties = false
+properties.host = {{ type = "string", maxLength = 64 }}
+"#
+    );
+    text
+}
+
+// ---------------------------------------------------------------------------
+// Hostile inputs
+
+/// JSON nested `depth` arrays deep.
+pub fn nested(depth: usize) -> Value {
+    let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    serde_json::from_str(&text).expect("nested arrays")
+}
+
+/// Inputs that must never cause `tool` to run, each a whole stdin stream.
+/// `args` are arguments that would be valid for the tool.
+pub fn hostile_cases(tool: &str, args: &Value) -> Vec<(&'static str, Vec<u8>)> {
+    let valid = call(2, tool, args.clone());
+    let valid_line = &valid[..valid.len() - 1];
+    let joined = |a: &[u8], b: &[u8]| [a, b].concat();
+    let mut extra = args.clone();
+    extra["extra_property"] = json!(true);
+    let mut long = args.clone();
+    long["pad"] = json!("a".repeat(10_000));
+    let mut deep = args.clone();
+    deep["deep"] = nested(64);
+    let id_true =
+        String::from_utf8(valid.clone())
+            .expect("utf-8")
+            .replacen("\"id\":2", "\"id\":true", 1);
+    assert!(id_true.contains("\"id\":true"));
+    let mut not_utf8 = valid.clone();
+    let at = not_utf8
+        .windows(8)
+        .position(|w| w == b"\"name\":\"")
+        .expect("name key")
+        + 8;
+    not_utf8.insert(at, 0xff);
+    let duplicate = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{tool}","name":"{tool}","arguments":{args}}}}}"#
+    );
+    let modern = frame(&json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {
+            "name": tool, "arguments": args,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    }));
+    vec![
+        (
+            "debug line then valid request",
+            session(&[b"debug: entering tool handler\n", &valid]),
+        ),
+        (
+            "valid request + banner on the same line",
+            session(&[&joined(valid_line, b" server ready\n")]),
+        ),
+        (
+            "truncated object then EOF",
+            session(&[&valid[..valid.len() / 2]]),
+        ),
+        (
+            "two objects on one line",
+            session(&[&joined(valid_line, &call(3, tool, args.clone()))]),
+        ),
+        (
+            "params is a string",
+            session(&[&frame(
+                &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": "run"}),
+            )]),
+        ),
+        ("id is true", session(&[id_true.as_bytes()])),
+        (
+            "unknown argument property",
+            session(&[&call(2, tool, extra)]),
+        ),
+        (
+            "tools/call as a notification",
+            session(&[&frame(&json!({
+                "jsonrpc": "2.0", "method": "tools/call",
+                "params": { "name": tool, "arguments": args }
+            }))]),
+        ),
+        ("tools/call before initialize", valid.clone()),
+        ("reused id", session(&[&call(1, tool, args.clone())])),
+        (
+            "duplicate name key",
+            session(&[&joined(duplicate.as_bytes(), b"\n")]),
+        ),
+        ("unsupported modern version", modern),
+        ("invalid UTF-8", session(&[&not_utf8])),
+        ("over-long line", session(&[&call(2, tool, long)])),
+        ("64-level-deep argument", session(&[&call(2, tool, deep)])),
+    ]
+}
