@@ -5,7 +5,7 @@ use std::sync::Arc;
 use portcullis_gateway::mcp::Revision;
 use portcullis_gateway::{
     AuthorizedAction, CloseReason, Config, Counters, Effect, Executor, Gateway, JournalEntry,
-    Outcome, Policy, RejectionRecord,
+    Outcome, Policy, RejectionRecord, Ticket,
 };
 use portcullis_wire::transcript::check_transcript;
 
@@ -44,6 +44,20 @@ impl Chunking {
             }
         }
     }
+}
+
+/// When the harness reports executor outcomes back to the gateway. The
+/// binary completes actions asynchronously, so both are real schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Completion {
+    /// Each action completes as soon as it is handed out, before the next
+    /// effect is carried out.
+    #[default]
+    Immediate,
+    /// Actions run when handed out, but their outcomes are reported only at
+    /// end of input: a schedule that does not depend on how the input was
+    /// split into reads, for chunking properties.
+    AtEndOfInput,
 }
 
 /// What one session did.
@@ -86,6 +100,27 @@ pub fn run_session_with(
     report
 }
 
+/// [`run_session`] with outcomes reported at end of input
+/// ([`Completion::AtEndOfInput`]), the schedule under which any two
+/// chunkings of the same bytes must give the same session.
+pub fn run_session_deferred(
+    policy: &Arc<Policy>,
+    bytes: &[u8],
+    chunking: &Chunking,
+) -> SessionReport {
+    let report = run_session_scheduled(
+        policy,
+        bytes,
+        chunking,
+        &Recorder::default(),
+        Completion::AtEndOfInput,
+    );
+    if let Err(violation) = check_transcript(&report.stdout) {
+        panic!("{violation}\n(session input: {} bytes)", bytes.len());
+    }
+    report
+}
+
 /// Drive a session without asserting on stdout; for tools (such as
 /// `portcullis replay`) that report a bad transcript instead of panicking.
 pub fn run_session_unchecked(
@@ -94,20 +129,41 @@ pub fn run_session_unchecked(
     chunking: &Chunking,
     recorder: &Recorder,
 ) -> SessionReport {
+    run_session_scheduled(policy, bytes, chunking, recorder, Completion::Immediate)
+}
+
+/// Drive a session with a chosen completion schedule (stdout unchecked).
+pub fn run_session_scheduled(
+    policy: &Arc<Policy>,
+    bytes: &[u8],
+    chunking: &Chunking,
+    recorder: &Recorder,
+    completion: Completion,
+) -> SessionReport {
+    let mut driver = Driver {
+        executor: recorder,
+        completion,
+        stdout: Vec::new(),
+        closed: None,
+        pending: Vec::new(),
+    };
     let mut gateway = Gateway::new(Arc::clone(policy), Config::from_policy(policy));
-    let mut stdout = Vec::new();
-    let mut closed = None;
     for read in chunking.split(bytes) {
         let effects = gateway.receive(read);
-        drive(&mut gateway, effects, recorder, &mut stdout, &mut closed);
-        if closed.is_some() {
+        driver.drive(&mut gateway, effects);
+        if driver.closed.is_some() {
             break;
         }
     }
-    if closed.is_none() {
+    if driver.closed.is_none() {
         let effects = gateway.end_of_input();
-        drive(&mut gateway, effects, recorder, &mut stdout, &mut closed);
+        driver.drive(&mut gateway, effects);
     }
+    for (ticket, outcome) in std::mem::take(&mut driver.pending) {
+        let effects = gateway.complete(ticket, outcome);
+        driver.drive(&mut gateway, effects);
+    }
+    let Driver { stdout, closed, .. } = driver;
     let ledger = gateway.ledger();
     SessionReport {
         stdout,
@@ -120,26 +176,32 @@ pub fn run_session_unchecked(
     }
 }
 
-/// Carry out effects in order. Executions complete at once, so the run is
-/// deterministic; the binary's driver completes them from worker threads.
-fn drive(
-    gateway: &mut Gateway,
-    effects: Vec<Effect>,
-    executor: &dyn Executor,
-    stdout: &mut Vec<u8>,
-    closed: &mut Option<CloseReason>,
-) {
-    let mut queue = std::collections::VecDeque::from(effects);
-    while let Some(effect) = queue.pop_front() {
-        match effect {
-            Effect::Write(frame) => stdout.extend_from_slice(&frame),
-            Effect::Execute(ticket, action) => {
-                let outcome: Outcome = executor.execute(&action);
-                queue.extend(gateway.complete(ticket, outcome));
-            }
-            Effect::Cancel(_) => {}
-            Effect::Close(reason) => {
-                *closed = Some(reason);
+struct Driver<'a> {
+    executor: &'a dyn Executor,
+    completion: Completion,
+    stdout: Vec<u8>,
+    closed: Option<CloseReason>,
+    pending: Vec<(Ticket, Outcome)>,
+}
+
+impl Driver<'_> {
+    /// Carry out effects in order, as the binary's driver does: frames are
+    /// written, actions handed to the executor, outcomes reported back per
+    /// the completion schedule.
+    fn drive(&mut self, gateway: &mut Gateway, effects: Vec<Effect>) {
+        let mut queue = std::collections::VecDeque::from(effects);
+        while let Some(effect) = queue.pop_front() {
+            match effect {
+                Effect::Write(frame) => self.stdout.extend_from_slice(&frame),
+                Effect::Execute(ticket, action) => {
+                    let outcome = self.executor.execute(&action);
+                    match self.completion {
+                        Completion::Immediate => queue.extend(gateway.complete(ticket, outcome)),
+                        Completion::AtEndOfInput => self.pending.push((ticket, outcome)),
+                    }
+                }
+                Effect::Cancel(ticket) => self.pending.retain(|(t, _)| *t != ticket),
+                Effect::Close(reason) => self.closed = Some(reason),
             }
         }
     }

@@ -2,10 +2,11 @@
 //! `proptest-regressions/`, which is committed).
 
 use portcullis_gateway::OnInvalid;
+use portcullis_testkit::Chunking;
 use portcullis_testkit::fixtures::test_policy;
 use portcullis_testkit::harness::{check_model, chunking, stdin_bytes};
 use portcullis_testkit::model::{self, Op, Service};
-use portcullis_testkit::{Chunking, run_session};
+use portcullis_testkit::session::run_session_deferred;
 use proptest::prelude::*;
 
 fn ops() -> impl Strategy<Value = (OnInvalid, Vec<Op>)> {
@@ -25,8 +26,8 @@ proptest! {
     fn any_chunking_gives_the_same_session((mode, ops) in ops(), sizes in proptest::collection::vec(1usize..97, 1..6)) {
         let policy = test_policy(mode);
         let scenario = model::scenario(&ops, mode, policy.server.max_frame_bytes);
-        let whole = run_session(&policy, &scenario.input, &Chunking::Whole);
-        let split = run_session(&policy, &scenario.input, &Chunking::Sizes(sizes));
+        let whole = run_session_deferred(&policy, &scenario.input, &Chunking::Whole);
+        let split = run_session_deferred(&policy, &scenario.input, &Chunking::Sizes(sizes));
         prop_assert_eq!(whole.stdout, split.stdout);
         prop_assert_eq!(whole.actions, split.actions);
         prop_assert_eq!(whole.rejections, split.rejections);
