@@ -8,6 +8,7 @@ use portcullis_testkit::harness::{check_model, chunking, stdin_bytes};
 use portcullis_testkit::model::{self, Op, Service};
 use portcullis_testkit::session::run_session_deferred;
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 fn ops() -> impl Strategy<Value = (OnInvalid, Vec<Op>)> {
     proptest::collection::vec(any::<u8>(), 16..512)
@@ -15,7 +16,14 @@ fn ops() -> impl Strategy<Value = (OnInvalid, Vec<Op>)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/properties.txt"
+        )))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn recorder_equals_the_model((mode, ops) in ops()) {

@@ -4,6 +4,18 @@
 //! strict JSON profile against serde_json.
 
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+
+/// Failures persist under `crates/wire/proptest-regressions/` (committed).
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/properties.txt"
+        )))),
+        ..ProptestConfig::default()
+    }
+}
 use serde_json::{Map, Number, Value};
 
 use portcullis_wire::rpc::{ErrorObject, Id};
@@ -120,6 +132,7 @@ fn outbound() -> impl Strategy<Value = Outbound> {
 // ---------------------------------------------------------------------------
 
 proptest! {
+    #![proptest_config(config())]
     #[test]
     fn encode_yields_one_checked_line(message in outbound()) {
         let bytes = encode(&message).expect("encode");
@@ -203,6 +216,7 @@ fn framing_bytes() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
+    #![proptest_config(config())]
     #[test]
     fn frame_reader_ignores_chunking(
         input in framing_bytes(),
@@ -288,6 +302,7 @@ fn inbound(text: &str) -> bool {
 }
 
 proptest! {
+    #![proptest_config(config())]
     #[test]
     fn injected_garbage_is_refused(
         frame in request_frame(),
@@ -348,6 +363,7 @@ fn key_text(key: &str, escape_first: bool) -> String {
 }
 
 proptest! {
+    #![proptest_config(config())]
     #[test]
     fn strict_accepts_only_what_serde_json_reads_equally(value in any_value(), pretty in any::<bool>()) {
         let text = if pretty {
