@@ -12,7 +12,7 @@ pub const TEST_POLICY: &str = r#"
 [server]
 name = "portcullis-test"
 on_invalid = "close"
-max_frame_bytes = 65536
+max_frame_bytes = 8192
 
 [credentials.status_token]
 env = "STATUS_TOKEN"
