@@ -3,35 +3,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{FakeHttp, Launch, Run, Step, call, example, http_policy, session};
+use common::{FakeHttp, Fixture, Launch, Run, Step, call, example, http_policy, session};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 const TOKEN: &str = "tok-audit-canary-51f3";
 /// An argument value that must never appear in the journal.
 const ARG: &str = "zqx-arg-value";
 
-struct Fixture {
-    cwd: TempDir,
-    files: TempDir,
-    policy: PathBuf,
-}
-
 impl Fixture {
-    fn new(policy_text: &str) -> Self {
-        let cwd = tempfile::tempdir().expect("cwd");
-        let files = tempfile::tempdir().expect("files");
-        let policy = files.path().join("policy.toml");
-        std::fs::write(&policy, policy_text).expect("write policy");
-        Self { cwd, files, policy }
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.files.path().join(name)
-    }
-
     fn mcp(&self, audit: &Path) -> Launch {
         Launch::new(self.cwd.path(), &["mcp", "--policy"])
             .arg(&self.policy)

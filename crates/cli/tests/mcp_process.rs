@@ -7,38 +7,17 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{FakeHttp, Launch, Run, Step, call, frame, hostile_cases, http_policy, session};
+use common::{
+    FakeHttp, Fixture, Launch, Run, Step, call, frame, hostile_cases, http_policy, session,
+};
 use serde_json::json;
-use tempfile::TempDir;
 
 const TOKEN: &str = "tok-7d1f0c5e-canary-9b2a";
 
-/// A working directory with nothing in it, and a separate directory
-/// holding the policy.
-struct Fixture {
-    cwd: TempDir,
-    /// Holds the policy; removed on drop.
-    _files: TempDir,
-    policy: PathBuf,
-}
-
 impl Fixture {
-    fn new(policy_text: &str) -> Self {
-        let cwd = tempfile::tempdir().expect("cwd");
-        let files = tempfile::tempdir().expect("files");
-        let policy = files.path().join("policy.toml");
-        std::fs::write(&policy, policy_text).expect("write policy");
-        Self {
-            cwd,
-            _files: files,
-            policy,
-        }
-    }
-
     fn http(server: &FakeHttp) -> Self {
         Self::new(&http_policy(server.port()))
     }

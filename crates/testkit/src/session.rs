@@ -93,9 +93,16 @@ pub fn run_session_with(
     chunking: &Chunking,
     recorder: &Recorder,
 ) -> SessionReport {
-    let report = run_session_unchecked(policy, bytes, chunking, recorder);
+    checked(
+        run_session_unchecked(policy, bytes, chunking, recorder),
+        bytes,
+    )
+}
+
+/// The transcript checker runs on stdout in every harness call.
+fn checked(report: SessionReport, input: &[u8]) -> SessionReport {
     if let Err(violation) = check_transcript(&report.stdout) {
-        panic!("{violation}\n(session input: {} bytes)", bytes.len());
+        panic!("{violation}\n(session input: {} bytes)", input.len());
     }
     report
 }
@@ -108,17 +115,10 @@ pub fn run_session_deferred(
     bytes: &[u8],
     chunking: &Chunking,
 ) -> SessionReport {
-    let report = run_session_scheduled(
-        policy,
-        bytes,
-        chunking,
-        &Recorder::default(),
-        Completion::AtEndOfInput,
-    );
-    if let Err(violation) = check_transcript(&report.stdout) {
-        panic!("{violation}\n(session input: {} bytes)", bytes.len());
-    }
-    report
+    let recorder = Recorder::default();
+    let report =
+        run_session_scheduled(policy, bytes, chunking, &recorder, Completion::AtEndOfInput);
+    checked(report, bytes)
 }
 
 /// Drive a session without asserting on stdout; for tools (such as

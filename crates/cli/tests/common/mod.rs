@@ -636,3 +636,25 @@ pub fn hostile_cases(tool: &str, args: &Value) -> Vec<(&'static str, Vec<u8>)> {
         ("64-level-deep argument", session(&[&call(2, tool, deep)])),
     ]
 }
+
+/// A working directory with nothing in it, and a separate directory
+/// holding the policy (and any other files a test needs).
+pub struct Fixture {
+    pub cwd: tempfile::TempDir,
+    pub files: tempfile::TempDir,
+    pub policy: std::path::PathBuf,
+}
+
+impl Fixture {
+    pub fn new(policy_text: &str) -> Self {
+        let cwd = tempfile::tempdir().expect("cwd");
+        let files = tempfile::tempdir().expect("files");
+        let policy = files.path().join("policy.toml");
+        std::fs::write(&policy, policy_text).expect("write policy");
+        Self { cwd, files, policy }
+    }
+
+    pub fn file(&self, name: &str) -> std::path::PathBuf {
+        self.files.path().join(name)
+    }
+}
