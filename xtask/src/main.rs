@@ -34,10 +34,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
-use crate::project::Project;
+use crate::project::{Project, Sanitizer};
 
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask", about = "Portcullis maintenance commands")]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Portcullis maintenance commands"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
@@ -64,6 +68,11 @@ enum Cmd {
         /// Toolchain used as `cargo +<toolchain> fuzz`.
         #[arg(long, default_value = "nightly")]
         toolchain: String,
+        /// `address` needs nightly. `none` also builds on stable and runs
+        /// several times faster, but loses the memcmp interception that
+        /// guides libFuzzer towards compared byte strings.
+        #[arg(long, value_enum, default_value_t = Sanitizer::Address)]
+        sanitizer: Sanitizer,
         /// libFuzzer -max_len: the largest input it generates.
         #[arg(long, default_value_t = 65536)]
         max_len: u64,
@@ -79,6 +88,10 @@ enum Cmd {
         /// Wall-clock bound for minimizing one crash, in seconds.
         #[arg(long, default_value_t = 120)]
         tmin_secs: u64,
+        /// Leave corpus/ untouched (no `-merge=1` of new coverage), e.g. for
+        /// smoke runs in CI.
+        #[arg(long)]
+        no_merge: bool,
     },
     /// Copy a crash artifact into regressions/<target>/<name>.bin with a
     /// <name>.toml sidecar (summary, found, source).
@@ -123,11 +136,13 @@ fn run(cli: Cli) -> Result<()> {
             targets,
             out,
             toolchain,
+            sanitizer,
             max_len,
             unit_timeout,
             rss_limit_mb,
             tmin_runs,
             tmin_secs,
+            no_merge,
         } => {
             if budget.is_zero() {
                 bail!("--budget must be more than 0s");
@@ -142,6 +157,7 @@ fn run(cli: Cli) -> Result<()> {
                     targets,
                     out,
                     toolchain,
+                    sanitizer,
                     limits: nightly::Limits {
                         max_len,
                         unit_timeout,
@@ -149,6 +165,7 @@ fn run(cli: Cli) -> Result<()> {
                     },
                     tmin_runs,
                     tmin_secs,
+                    merge: !no_merge,
                 },
             )
         }

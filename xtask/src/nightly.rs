@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use crate::budget::{format_secs, split_budget};
 use crate::libfuzzer::{self, LogStats, Totals, artifact_kind, crash_summary};
 use crate::process::{self, Kill, capture, cargo, describe, run_streaming, run_visible};
-use crate::project::{Project, copy_missing, files_in, select_targets};
+use crate::project::{Project, Sanitizer, copy_missing, files_in, select_targets};
 use crate::report::{self, Candidate, Report, TargetReport};
 use crate::sidecar::{self, Sidecar};
 
@@ -34,10 +34,13 @@ pub struct Options {
     pub out: PathBuf,
     /// Toolchain for `cargo +<toolchain> fuzz`.
     pub toolchain: String,
+    pub sanitizer: Sanitizer,
     pub limits: Limits,
     /// `cargo fuzz tmin -r` and the wall-clock bound for one minimization.
     pub tmin_runs: u64,
     pub tmin_secs: u64,
+    /// Merge new coverage into `corpus/<target>/`.
+    pub merge: bool,
 }
 
 /// libFuzzer limits shared by fuzzing, merging, minimizing and reproducing.
@@ -70,14 +73,16 @@ pub fn asan_options() -> String {
 /// Build flags shared by `cargo fuzz build` and `cargo fuzz tmin`, so that
 /// minimization reuses the binary instead of rebuilding. `-O --debug-assertions`
 /// is what plain `cargo fuzz build` does: optimized, with overflow checks.
-pub fn build_flags(project: &Project, host: &str) -> Vec<OsString> {
+pub fn build_flags(project: &Project, sanitizer: Sanitizer, host: &str) -> Vec<OsString> {
     vec![
         "-O".into(),
         "--debug-assertions".into(),
+        "--sanitizer".into(),
+        sanitizer.as_str().into(),
         "--target".into(),
         host.into(),
         "--target-dir".into(),
-        project.fuzz_target_dir().into(),
+        project.fuzz_target_dir(sanitizer).into(),
     ]
 }
 
@@ -116,7 +121,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     let cargo_fuzz = ensure_cargo_fuzz()?;
     let host = process::host_triple(&opts.toolchain)?;
     println!(
-        "==> nightly fuzzing: {} target(s), budget {} ({} each), {} job(s) per target; {toolchain}, {cargo_fuzz}",
+        "==> nightly fuzzing: {} target(s), budget {} ({} each), {} job(s) per target, sanitizer {}; {toolchain}, {cargo_fuzz}",
         targets.len(),
         format_secs(opts.budget.as_secs()),
         if shares.iter().all(|s| *s == shares[0]) {
@@ -129,6 +134,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
             )
         },
         opts.jobs,
+        opts.sanitizer.as_str(),
     );
     println!(
         "    (building, corpus merging and crash minimization take time on top of the budget)"
@@ -138,6 +144,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     build(
         project,
         &opts.toolchain,
+        opts.sanitizer,
         &host,
         &targets,
         targets.len() == all.len(),
@@ -166,6 +173,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         started: sidecar::iso_datetime(started_at),
         budget_secs: opts.budget.as_secs(),
         jobs: opts.jobs,
+        sanitizer: opts.sanitizer.as_str().to_owned(),
         toolchain,
         cargo_fuzz,
         build_secs,
@@ -228,7 +236,10 @@ fn ensure_toolchain(toolchain: &str) -> Result<String> {
             "the `{toolchain}` toolchain is required (cargo-fuzz builds with AddressSanitizer, \
              a nightly-only rustc flag) but `rustc +{toolchain} --version` failed:\n{}\n\
              install it with: rustup toolchain install {toolchain} --profile minimal",
-            text.trim()
+            text.split("Stack backtrace:")
+                .next()
+                .unwrap_or_default()
+                .trim()
         ),
         Err(e) => bail!(
             "the `{toolchain}` toolchain is required but rustc could not be run ({e:#}); \
@@ -270,6 +281,7 @@ fn find_cxx() -> Option<String> {
 fn build(
     project: &Project,
     toolchain: &str,
+    sanitizer: Sanitizer,
     host: &str,
     targets: &[String],
     all: bool,
@@ -284,7 +296,7 @@ fn build(
         let mut cmd = cargo(Some(toolchain));
         cmd.current_dir(&project.root)
             .args(["fuzz", "build"])
-            .args(build_flags(project, host));
+            .args(build_flags(project, sanitizer, host));
         cmd.args(target);
         println!("==> {}", describe(&cmd));
         if let Err(e) = run_visible(&mut cmd) {
@@ -298,7 +310,7 @@ fn build(
         }
     }
     for target in targets {
-        let bin = project.fuzz_binary(host, target);
+        let bin = project.fuzz_binary(sanitizer, host, target);
         if !bin.is_file() {
             bail!("the build succeeded but {} is missing", bin.display());
         }
@@ -309,6 +321,12 @@ fn build(
 /// How often to print a status line: about six times per target, within 5–30s.
 fn status_interval(share_secs: u64) -> Duration {
     Duration::from_secs((share_secs / 6).clamp(5, 30))
+}
+
+/// Panic locations of workspace crates are absolute (they are path
+/// dependencies of the fuzz crate); show them relative to the repository.
+pub fn relative_paths(text: &str, root: &Path) -> String {
+    text.replace(&format!("{}/", root.display()), "")
 }
 
 /// Lines worth showing as they happen.
@@ -353,7 +371,7 @@ fn fuzz_target(
     share: u64,
     position: &str,
 ) -> Result<TargetReport> {
-    let bin = project.fuzz_binary(host, target);
+    let bin = project.fuzz_binary(opts.sanitizer, host, target);
     let corpus = project.corpus(target);
     let work = project.working_corpus(target);
     fs::create_dir_all(&corpus).with_context(|| format!("creating {}", corpus.display()))?;
@@ -411,6 +429,7 @@ fn fuzz_target(
     let stats = RefCell::new(LogStats::default());
     let interval = status_interval(share);
     let mut last_print = Instant::now();
+    let mut panic_message_next = false;
     let started = Instant::now();
     let streamed = run_streaming(
         &mut cmd,
@@ -419,9 +438,11 @@ fn fuzz_target(
         Kill::Child,
         |line| {
             stats.borrow_mut().feed_line(line);
-            if is_notable(line) {
+            // A panic's message is on the line after its location.
+            if is_notable(line) || panic_message_next {
                 println!("      {target}: {line}");
             }
+            panic_message_next = line.contains(" panicked at ") && line.ends_with(':');
         },
         |elapsed| {
             if last_print.elapsed() < interval {
@@ -473,10 +494,23 @@ fn fuzz_target(
         .collect();
     if !found.is_empty() {
         let fuzz_log = String::from_utf8_lossy(&fs::read(&log)?).into_owned();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
         for artifact in &found {
-            candidates.push(make_candidate(
-                project, opts, host, target, &bin, artifact, &fuzz_log,
-            )?);
+            let candidate = make_candidate(project, opts, host, target, &bin, artifact, &fuzz_log)?;
+            // Parallel jobs often hit the same defect: keep one per minimized input.
+            let bytes = fs::read(project.root.join(&candidate.path))?;
+            if seen.contains(&bytes) {
+                println!(
+                    "      {target}: {} minimizes to an input already reported; dropped",
+                    candidate.artifact
+                );
+                for file in [&candidate.path, &candidate.sidecar] {
+                    let _ = fs::remove_file(project.root.join(file));
+                }
+                continue;
+            }
+            seen.push(bytes);
+            candidates.push(candidate);
         }
     } else if !streamed.status.success() && error.is_none() {
         error = Some(format!(
@@ -487,11 +521,15 @@ fn fuzz_target(
 
     // Fold new coverage into the checked-in corpus.
     let merge_log = log_dir.join("merge.log");
-    let added = match merge_corpus(opts.limits, &bin, &corpus, &work, &log_dir, &merge_log) {
-        Ok(added) => added,
-        Err(e) => {
-            error.get_or_insert(format!("{e:#}"));
-            None
+    let added = if !opts.merge {
+        None
+    } else {
+        match merge_corpus(opts.limits, &bin, &corpus, &work, &log_dir, &merge_log) {
+            Ok(added) => added,
+            Err(e) => {
+                error.get_or_insert(format!("{e:#}"));
+                None
+            }
         }
     };
     let corpus_size_after = files_in(&corpus)?.len();
@@ -650,7 +688,7 @@ fn make_candidate(
     let mut cmd = cargo(Some(&opts.toolchain));
     cmd.current_dir(&project.root)
         .args(["fuzz", "tmin"])
-        .args(build_flags(project, host))
+        .args(build_flags(project, opts.sanitizer, host))
         .arg("--runs")
         .arg(opts.tmin_runs.to_string())
         .arg(target)
@@ -689,6 +727,7 @@ fn make_candidate(
         .as_deref()
         .and_then(crash_summary)
         .or_else(|| crash_summary(fuzz_log))
+        .map(|s| relative_paths(&s, &project.root))
         .unwrap_or_else(|| {
             format!("libFuzzer reported a {kind}; it did not reproduce when re-run alone")
         });
@@ -743,16 +782,29 @@ mod tests {
     }
 
     #[test]
+    fn workspace_paths_in_summaries_become_relative() {
+        assert_eq!(
+            relative_paths(
+                "boom (panicked at /work/main/crates/testkit/src/harness.rs:1:2)",
+                Path::new("/work/main")
+            ),
+            "boom (panicked at crates/testkit/src/harness.rs:1:2)"
+        );
+    }
+
+    #[test]
     fn build_flags_pin_profile_triple_and_target_dir() {
         let project = Project {
             root: PathBuf::from("/repo"),
         };
-        let flags = build_flags(&project, "x86_64-unknown-linux-gnu");
+        let flags = build_flags(&project, Sanitizer::Address, "x86_64-unknown-linux-gnu");
         assert_eq!(
             flags,
             [
                 "-O",
                 "--debug-assertions",
+                "--sanitizer",
+                "address",
                 "--target",
                 "x86_64-unknown-linux-gnu",
                 "--target-dir",

@@ -5,6 +5,26 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+/// The sanitizer fuzz targets are built with (`cargo fuzz build --sanitizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Sanitizer {
+    /// AddressSanitizer: needs a nightly toolchain.
+    Address,
+    /// No sanitizer: builds on stable too and runs several times faster, but
+    /// without ASan's interceptors libFuzzer no longer sees `memcmp`/`bcmp`
+    /// operands, so it is slower to guess byte strings the code compares with.
+    None,
+}
+
+impl Sanitizer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Address => "address",
+            Self::None => "none",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Project {
     pub root: PathBuf,
@@ -28,13 +48,18 @@ impl Project {
 
     /// The cargo-fuzz build directory (passed explicitly so that a
     /// `CARGO_TARGET_DIR` in the environment cannot move the binaries).
-    pub fn fuzz_target_dir(&self) -> PathBuf {
-        self.fuzz_dir().join("target")
+    /// Uninstrumented builds get their own, so that switching back and forth
+    /// does not rebuild everything.
+    pub fn fuzz_target_dir(&self, sanitizer: Sanitizer) -> PathBuf {
+        match sanitizer {
+            Sanitizer::Address => self.fuzz_dir().join("target"),
+            Sanitizer::None => self.fuzz_dir().join("target").join("sanitizer-none"),
+        }
     }
 
     /// A built fuzz target.
-    pub fn fuzz_binary(&self, host: &str, target: &str) -> PathBuf {
-        self.fuzz_target_dir()
+    pub fn fuzz_binary(&self, sanitizer: Sanitizer, host: &str, target: &str) -> PathBuf {
+        self.fuzz_target_dir(sanitizer)
             .join(host)
             .join("release")
             .join(target)

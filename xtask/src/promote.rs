@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::libfuzzer::crash_summary;
-use crate::nightly::{Limits, reproduce};
+use crate::nightly::{Limits, relative_paths, reproduce};
 use crate::process::host_triple;
-use crate::project::Project;
+use crate::project::{Project, Sanitizer};
 use crate::sidecar::{self, Sidecar};
 
 #[derive(Debug, Clone)]
@@ -105,7 +105,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
             .clone()
             .or_else(|| existing.as_ref().map(|e| e.source.clone()))
             .unwrap_or_else(|| "cargo xtask promote".to_owned()),
-        target: None,
+        target: Some(target.clone()),
     };
 
     let dir = project.regressions(&target);
@@ -148,7 +148,7 @@ fn summarize_by_running(
 ) -> Result<String> {
     let hint = "pass --summary \"<one line: what goes wrong>\"";
     let host = host_triple(toolchain)?;
-    let bin = project.fuzz_binary(&host, target);
+    let bin = project.fuzz_binary(Sanitizer::Address, &host, target);
     if !bin.is_file() {
         bail!(
             "no sidecar next to the artifact and {} is not built, so there is no summary; {hint}",
@@ -162,7 +162,10 @@ fn summarize_by_running(
         rss_limit_mb: 2048,
     };
     let (crashed, output) = reproduce(&bin, artifact, limits, log.path())?;
-    match (crashed, crash_summary(&output)) {
+    match (
+        crashed,
+        crash_summary(&output).map(|s| relative_paths(&s, &project.root)),
+    ) {
         (true, Some(summary)) => Ok(summary),
         (true, None) => {
             bail!("the input crashes {target} but printed no recognisable reason; {hint}")

@@ -11,6 +11,8 @@ pub struct Report {
     /// Fuzzing budget for all targets together, in seconds.
     pub budget_secs: u64,
     pub jobs: u32,
+    /// `address` or `none`.
+    pub sanitizer: String,
     /// `rustc +nightly --version`.
     pub toolchain: String,
     /// `cargo fuzz --version`.
@@ -87,11 +89,12 @@ pub fn render_markdown(report: &Report) -> String {
     };
     md.push_str("# Nightly fuzzing report\n\n");
     md.push_str(&format!(
-        "- **Result:** {verdict}\n- **Started:** {}\n- **Budget:** {} over {} target(s), {} job(s) each\n- **Build:** {:.0}s; **total wall time:** {:.0}s\n- **Toolchain:** {}; {}\n\n",
+        "- **Result:** {verdict}\n- **Started:** {}\n- **Budget:** {} over {} target(s), {} job(s) each, sanitizer {}\n- **Build:** {:.0}s; **total wall time:** {:.0}s\n- **Toolchain:** {}; {}\n\n",
         report.started,
         format_secs(report.budget_secs),
         report.targets.len(),
         report.jobs,
+        report.sanitizer,
         report.build_secs,
         report.total_secs,
         report.toolchain,
@@ -214,6 +217,7 @@ mod tests {
             started: "2025-06-18T01:02:03Z".to_owned(),
             budget_secs: 120,
             jobs: 1,
+            sanitizer: "address".to_owned(),
             toolchain: "rustc 1.97.0-nightly".to_owned(),
             cargo_fuzz: "cargo-fuzz 0.13.2".to_owned(),
             build_secs: 100.0,
