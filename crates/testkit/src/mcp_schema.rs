@@ -19,7 +19,12 @@ fn schema_dir() -> Option<PathBuf> {
         Some(dir) if PathBuf::from(&dir).is_dir() => Some(PathBuf::from(dir)),
         _ => {
             WARNED.get_or_init(|| {
-                eprintln!("MCP_SCHEMA_DIR is not set (or not a directory): skipping validation against the official MCP schemas");
+                // Past the test harness's output capture, so CI logs show it.
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "MCP_SCHEMA_DIR is not set (or not a directory): skipping validation against the official MCP schemas"
+                );
             });
             None
         }
