@@ -304,36 +304,8 @@ impl Run {
 // ---------------------------------------------------------------------------
 // Frames
 
-/// One frame: compact JSON plus `\n`.
-pub fn frame(value: &Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(value).expect("serialize");
-    bytes.push(b'\n');
-    bytes
-}
-
-/// initialize (id 1) + notifications/initialized.
-pub fn handshake() -> Vec<u8> {
-    let mut bytes = frame(&json!({
-        "jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": { "name": "process-test", "version": "1" }
-        }
-    }));
-    bytes.extend(frame(
-        &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
-    ));
-    bytes
-}
-
-/// A legacy tools/call.
-pub fn call(id: i64, tool: &str, arguments: Value) -> Vec<u8> {
-    frame(&json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": { "name": tool, "arguments": arguments }
-    }))
-}
+// The frame builders are testkit's, shared with the in-process tests.
+pub use portcullis_testkit::fixtures::{call, frame, legacy_handshake as handshake};
 
 /// The handshake followed by `rest`.
 pub fn session(rest: &[&[u8]]) -> Vec<u8> {
