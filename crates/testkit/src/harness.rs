@@ -31,9 +31,18 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("strict_json", strict_json),
 ];
 
-/// The harness called `name`.
+/// Harnesses that replay `regressions/<name>/` in process but are not fuzz
+/// targets (their input is a recipe, e.g. a frame repeated into a long
+/// session, rather than bytes worth mutating).
+pub const REPLAYS: &[(&str, Harness)] = &[];
+
+/// The harness called `name` (a fuzz target or a replay-only harness).
 pub fn by_name(name: &str) -> Option<Harness> {
-    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    TARGETS
+        .iter()
+        .chain(REPLAYS)
+        .find(|(n, _)| *n == name)
+        .map(|(_, f)| *f)
 }
 
 const TOOLS: [&str; 3] = ["service_status", "restart_service", "region_probe"];

@@ -19,6 +19,25 @@ pub struct Sidecar {
     pub target: Option<String>,
 }
 
+/// Regression folders replayed outside testkit, because their defect lives
+/// in a real executor, the binary or the audit tool rather than in the
+/// sans-IO core: `(folder, the test that replays it)`. The testkit walker
+/// checks their sidecars and leaves the replay to that test, which walks the
+/// folder with [`discover_in`].
+pub const EXTERNAL_REPLAYS: &[(&str, &str)] = &[
+    ("http_executor", "crates/exec/tests/regressions.rs"),
+    ("mcp_process", "crates/cli/tests/regressions.rs"),
+    ("audit_verify", "crates/cli/tests/regressions.rs"),
+];
+
+/// Every regression in `regressions/<folder>/` (one folder of [`discover`]).
+pub fn discover_in(root: &Path, folder: &str) -> Vec<Regression> {
+    discover(root)
+        .into_iter()
+        .filter(|r| r.target == folder)
+        .collect()
+}
+
 /// One regression input.
 #[derive(Debug, Clone)]
 pub struct Regression {
