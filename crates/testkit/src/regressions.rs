@@ -26,8 +26,8 @@ pub struct Sidecar {
 /// folder with [`discover_in`].
 pub const EXTERNAL_REPLAYS: &[(&str, &str)] = &[
     ("http_executor", "crates/exec/tests/regressions.rs"),
-    ("mcp_process", "crates/cli/tests/regressions.rs"),
-    ("audit_verify", "crates/cli/tests/regressions.rs"),
+    ("mcp_process", "crates/cli/tests/process_regressions.rs"),
+    ("audit_verify", "crates/cli/tests/audit_regressions.rs"),
 ];
 
 /// Every regression in `regressions/<folder>/` (one folder of [`discover`]).
