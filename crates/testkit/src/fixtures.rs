@@ -3,11 +3,11 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use portcullis_gateway::{OnInvalid, Policy, SecretStore};
+use portcullis_gateway::{OnInvalid, Policy, Secret, SecretStore};
 use serde_json::{Value, json};
 
 /// The test policy: the README example's two tools plus one whose host is
-/// templated (for denied-after-expansion cases), with stand-in secrets.
+/// templated (for denied-after-expansion cases), with canary secrets.
 pub const TEST_POLICY: &str = r#"
 [server]
 name = "portcullis-test"
@@ -61,7 +61,8 @@ required = ["host"]
 properties.host = { type = "string", maxLength = 64 }
 "#;
 
-/// The test policy with `on_invalid` set, stand-in secrets bound.
+/// The test policy with `on_invalid` set, a canary bound to every
+/// credential ([`canary_secrets`]).
 pub fn test_policy(on_invalid: OnInvalid) -> Arc<Policy> {
     static CLOSE: OnceLock<Arc<Policy>> = OnceLock::new();
     static KEEP: OnceLock<Arc<Policy>> = OnceLock::new();
@@ -73,9 +74,20 @@ pub fn test_policy(on_invalid: OnInvalid) -> Arc<Policy> {
         let mut policy = Policy::from_toml(TEST_POLICY, Path::new("testkit/TEST_POLICY.toml"))
             .expect("the test policy is valid");
         policy.server.on_invalid = on_invalid;
-        let secrets = SecretStore::stand_ins(&policy);
+        let secrets = canary_secrets(&policy);
         Arc::new(policy.bind_secrets(secrets))
     }))
+}
+
+/// A store binding [`crate::canary::value`] to every credential of
+/// `policy`: authorization decides as with credentials present, and every
+/// session checks that no spelling of them surfaces.
+pub fn canary_secrets(policy: &Policy) -> SecretStore {
+    let mut store = SecretStore::default();
+    for name in policy.credentials.keys() {
+        store.insert(name.clone(), Secret::new(crate::canary::value(name)));
+    }
+    store
 }
 
 /// One frame: compact JSON plus `\n`.

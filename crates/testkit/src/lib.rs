@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod canary;
 pub mod fixtures;
 pub mod harness;
 pub mod json_arbitrary;

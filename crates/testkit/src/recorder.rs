@@ -26,6 +26,12 @@ impl Recorder {
         }
     }
 
+    /// The outcome returned for every call (a session may echo its text,
+    /// so leak checks count it as something the test supplied).
+    pub fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+
     /// Everything recorded so far, in order.
     pub fn calls(&self) -> Vec<AuthorizedAction> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()

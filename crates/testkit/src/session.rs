@@ -93,17 +93,38 @@ pub fn run_session_with(
     chunking: &Chunking,
     recorder: &Recorder,
 ) -> SessionReport {
-    checked(
-        run_session_unchecked(policy, bytes, chunking, recorder),
-        bytes,
-    )
+    let report = run_session_unchecked(policy, bytes, chunking, recorder);
+    checked(policy, report, bytes, recorder)
 }
 
-/// The transcript checker runs on stdout in every harness call.
-fn checked(report: SessionReport, input: &[u8]) -> SessionReport {
+/// Checks every harness call makes: stdout is a clean transcript, and no
+/// credential value bound in `policy` appears in stdout or in the report
+/// (ledgers, journal, close reason, actions) in any spelling the input or
+/// the executor's canned outcome did not itself supply.
+fn checked(
+    policy: &Policy,
+    report: SessionReport,
+    input: &[u8],
+    recorder: &Recorder,
+) -> SessionReport {
     if let Err(violation) = check_transcript(&report.stdout) {
         panic!("{violation}\n(session input: {} bytes)", input.len());
     }
+    let secrets: Vec<&str> = policy
+        .credentials
+        .keys()
+        .filter_map(|name| policy.secrets.get(name))
+        .map(|s| s.expose())
+        .collect();
+    let ledger = format!("{report:?}");
+    crate::canary::assert_no_leak(
+        secrets,
+        &[
+            ("stdout", &report.stdout),
+            ("the session report", ledger.as_bytes()),
+        ],
+        &[input, recorder.outcome().text.as_bytes()],
+    );
     report
 }
 
@@ -118,7 +139,7 @@ pub fn run_session_deferred(
     let recorder = Recorder::default();
     let report =
         run_session_scheduled(policy, bytes, chunking, &recorder, Completion::AtEndOfInput);
-    checked(report, bytes)
+    checked(policy, report, bytes, &recorder)
 }
 
 /// Drive a session without asserting on stdout; for tools (such as
@@ -148,17 +169,15 @@ pub fn run_session_scheduled(
         pending: Vec::new(),
     };
     let mut gateway = Gateway::new(Arc::clone(policy), Config::from_policy(policy));
+    // Reads and end of input go on after a Close (the binary stops
+    // reading there): the gateway must stay silent whatever its driver
+    // does, and the driver asserts it.
     for read in chunking.split(bytes) {
         let effects = gateway.receive(read);
         driver.drive(&mut gateway, effects);
-        if driver.closed.is_some() {
-            break;
-        }
     }
-    if driver.closed.is_none() {
-        let effects = gateway.end_of_input();
-        driver.drive(&mut gateway, effects);
-    }
+    let effects = gateway.end_of_input();
+    driver.drive(&mut gateway, effects);
     for (ticket, outcome) in std::mem::take(&mut driver.pending) {
         let effects = gateway.complete(ticket, outcome);
         driver.drive(&mut gateway, effects);
@@ -187,10 +206,17 @@ struct Driver<'a> {
 impl Driver<'_> {
     /// Carry out effects in order, as the binary's driver does: frames are
     /// written, actions handed to the executor, outcomes reported back per
-    /// the completion schedule.
+    /// the completion schedule. After `Close` nothing more may be written
+    /// or run, whichever entry point (receive, complete, end of input)
+    /// produced the effect: every harness asserts it here.
     fn drive(&mut self, gateway: &mut Gateway, effects: Vec<Effect>) {
         let mut queue = std::collections::VecDeque::from(effects);
         while let Some(effect) = queue.pop_front() {
+            if let Some(reason) = &self.closed
+                && matches!(effect, Effect::Write(_) | Effect::Execute(..))
+            {
+                panic!("{effect:?} after Close({reason:?}): nothing is written or run after Close");
+            }
             match effect {
                 Effect::Write(frame) => self.stdout.extend_from_slice(&frame),
                 Effect::Execute(ticket, action) => {
