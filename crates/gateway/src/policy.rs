@@ -96,6 +96,11 @@ pub struct ServerSettings {
     pub max_frame_bytes: usize,
     /// Deepest accepted JSON nesting.
     pub max_depth: usize,
+    /// Longest accepted string request id, in bytes.
+    pub max_id_bytes: usize,
+    /// Request ids one session remembers (for reuse detection): each
+    /// string id is one entry, each run of consecutive integer ids is one.
+    pub max_session_ids: usize,
 }
 
 /// Where a credential's value comes from.
@@ -270,6 +275,8 @@ struct RawServer {
     on_invalid: OnInvalid,
     max_frame_bytes: Option<u64>,
     max_depth: Option<u64>,
+    max_id_bytes: Option<u64>,
+    max_session_ids: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -313,6 +320,11 @@ struct RawSsh {
     known_hosts: Option<PathBuf>,
     max_output_bytes: Option<u64>,
 }
+
+/// Default `max_id_bytes`: longer string request ids are refused.
+pub const DEFAULT_MAX_ID_BYTES: usize = 1024;
+/// Default `max_session_ids`: about 4 MiB of id memory at most.
+pub const DEFAULT_MAX_SESSION_IDS: usize = 100_000;
 
 /// Largest `max_frame_bytes` a policy may set: 64 MiB.
 pub const MAX_FRAME_BYTES_CEILING: u64 = 64 * 1024 * 1024;
@@ -428,6 +440,20 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let max_id_bytes = raw.max_id_bytes.unwrap_or(DEFAULT_MAX_ID_BYTES as u64);
+        if !(16..=65_536).contains(&max_id_bytes) {
+            return Err(self.err(None, "server.max_id_bytes", "must be between 16 and 65536"));
+        }
+        let max_session_ids = raw
+            .max_session_ids
+            .unwrap_or(DEFAULT_MAX_SESSION_IDS as u64);
+        if !(1..=100_000_000).contains(&max_session_ids) {
+            return Err(self.err(
+                None,
+                "server.max_session_ids",
+                "must be between 1 and 100000000",
+            ));
+        }
         Ok(ServerSettings {
             name: raw.name,
             version: raw
@@ -437,6 +463,8 @@ impl Validator<'_> {
             on_invalid: raw.on_invalid,
             max_frame_bytes: max_frame_bytes as usize,
             max_depth: max_depth as usize,
+            max_id_bytes: max_id_bytes as usize,
+            max_session_ids: max_session_ids as usize,
         })
     }
 
@@ -769,6 +797,9 @@ fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
     if let Some(stripped) = path_text.strip_prefix('/') {
         for segment in stripped.split('/') {
             let t = Template::parse(segment).map_err(|e| e.0)?;
+            if matches!(t.literal(), Some("." | "..")) {
+                return Err("path segments '.' and '..' are resolved by URL parsers; write the path they stand for".into());
+            }
             check_literals(&t, "path")?;
             path.push(t);
         }

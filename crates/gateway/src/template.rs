@@ -25,6 +25,15 @@ pub struct Template(pub Vec<Piece>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateError(pub String);
 
+/// Why a template could not be expanded with a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpandError {
+    /// The named argument is absent.
+    Missing(String),
+    /// The named argument is neither a string nor an integer.
+    NotScalar(String),
+}
+
 impl Template {
     /// Parse `{name}` placeholders; `{{` and `}}` stand for literal braces.
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
@@ -99,18 +108,29 @@ impl Template {
     /// their text; any other type (or a missing argument) is an error, since
     /// the policy validator only lets required string or integer properties
     /// into templates.
-    pub fn expand(&self, args: &Map<String, Value>) -> Result<String, String> {
+    pub fn expand(&self, args: &Map<String, Value>) -> Result<String, ExpandError> {
+        self.expand_escaped(args, |text, out| out.push_str(text))
+    }
+
+    /// Expand, passing each argument's text through `escape` (literal
+    /// pieces are copied as written: the policy validator keeps them free of
+    /// anything that needs escaping).
+    pub fn expand_escaped(
+        &self,
+        args: &Map<String, Value>,
+        escape: impl Fn(&str, &mut String),
+    ) -> Result<String, ExpandError> {
         let mut out = String::new();
         for piece in &self.0 {
             match piece {
                 Piece::Lit(s) => out.push_str(s),
                 Piece::Arg(name) => match args.get(name) {
-                    Some(Value::String(s)) => out.push_str(s),
+                    Some(Value::String(s)) => escape(s, &mut out),
                     Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
-                        out.push_str(&n.to_string())
+                        escape(&n.to_string(), &mut out)
                     }
-                    Some(_) => return Err(format!("argument {name} is not a string or integer")),
-                    None => return Err(format!("argument {name} is missing")),
+                    Some(_) => return Err(ExpandError::NotScalar(name.clone())),
+                    None => return Err(ExpandError::Missing(name.clone())),
                 },
             }
         }

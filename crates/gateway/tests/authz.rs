@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use portcullis_gateway::authz::{ActionTarget, authorize};
+use percent_encoding::percent_decode_str;
+use portcullis_gateway::authz::{ActionTarget, Component, Denial, authorize};
 use portcullis_gateway::{Policy, Secret, SecretStore};
 use serde_json::{Value, json};
 
@@ -67,7 +68,7 @@ fn decide(policy: &Policy, tool: &str, args: Value) -> Result<ActionTarget, Stri
     let checked = spec.schema.check(tool, args).map_err(|e| e.join("; "))?;
     authorize(policy, checked)
         .map(|a| a.target().clone())
-        .map_err(|d| d.0)
+        .map_err(|d| d.to_string())
 }
 
 fn url(target: ActionTarget) -> String {
@@ -83,7 +84,7 @@ fn placeholders_are_percent_encoded_as_one_segment_or_value() {
     let got = url(decide(&p, "get", json!({"path": "a/b?c#d", "term": "x&y=z é"})).unwrap());
     assert_eq!(
         got,
-        "https://api.internal:8443/v1/a%2Fb%3Fc%23d/items?q=x%26y%3Dz+%C3%A9&fixed=1"
+        "https://api.internal:8443/v1/a%2Fb%3Fc%23d/items?q=x%26y%3Dz%20%C3%A9&fixed=1"
     );
 }
 
@@ -156,4 +157,171 @@ fn schema_failures_name_location_and_keyword_not_values() {
         "{err}"
     );
     assert!(!err.contains("hunter2") && !err.contains("twenty"), "{err}");
+}
+
+const AVATAR: &str = r#"
+[server]
+name = "t"
+
+[credentials.tok]
+env = "UNUSED"
+
+[[tools]]
+name = "avatar_delete"
+[tools.http]
+method = "DELETE"
+url = "http://127.0.0.1:8080/users/{user}/avatar?size={size}"
+allow = ["127.0.0.1:8080"]
+credential = "tok"
+[tools.input_schema]
+type = "object"
+required = ["user", "size"]
+properties.user = { type = "string", minLength = 1 }
+properties.size = { type = "string" }
+
+[[tools]]
+name = "run"
+[tools.ssh]
+host = "127.0.0.1"
+user = "ops"
+argv = ["systemctl", "status", "{unit}"]
+allow = ["127.0.0.1:22"]
+[tools.input_schema]
+type = "object"
+required = ["unit"]
+properties.unit = { type = "string" }
+"#;
+
+fn avatar_policy() -> Policy {
+    let policy = Policy::from_toml(AVATAR, Path::new("avatar.toml")).unwrap();
+    let mut store = SecretStore::default();
+    store.insert("tok", Secret::new("t0ken"));
+    policy.bind_secrets(store)
+}
+
+fn denial(policy: &Policy, tool: &str, args: Value) -> Denial {
+    let Value::Object(args) = args else { panic!() };
+    let checked = policy.tool(tool).unwrap().schema.check(tool, args).unwrap();
+    authorize(policy, checked).expect_err("must be denied")
+}
+
+#[test]
+fn dot_tab_dot_cannot_climb_out_of_the_template_path() {
+    // Issue 8 defect 1: ".\t." passed a check on the expanded text, then
+    // the URL builder dropped the tab and resolved "..":
+    // DELETE http://127.0.0.1:8080/avatar with the bearer token attached.
+    let p = avatar_policy();
+    for user in [".\t.", ".\n.", "\r..", "..\t", ".\t", "\t.\t"] {
+        assert_eq!(
+            denial(&p, "avatar_delete", json!({"user": user, "size": "s"})),
+            Denial::ControlCharacter(Component::PathSegment(1)),
+            "{user:?}"
+        );
+    }
+}
+
+#[test]
+fn a_tab_alone_is_not_an_empty_segment_past_min_length() {
+    let p = avatar_policy();
+    assert_eq!(
+        denial(&p, "avatar_delete", json!({"user": "\t", "size": "s"})),
+        Denial::ControlCharacter(Component::PathSegment(1))
+    );
+    assert_eq!(
+        denial(&p, "avatar_delete", json!({"user": "a", "size": ""})),
+        Denial::Empty(Component::QueryValue("size".into()))
+    );
+}
+
+#[test]
+fn dot_segments_are_denied_by_variant() {
+    let p = avatar_policy();
+    for user in [".", ".."] {
+        assert_eq!(
+            denial(&p, "avatar_delete", json!({"user": user, "size": "s"})),
+            Denial::DotSegment(Component::PathSegment(1))
+        );
+    }
+}
+
+#[test]
+fn control_characters_and_del_are_denied_in_every_component() {
+    let p = avatar_policy();
+    for c in (0u8..0x20).chain([0x7f]).map(char::from) {
+        let bad = format!("a{c}b");
+        assert_eq!(
+            denial(&p, "avatar_delete", json!({"user": "u", "size": bad})),
+            Denial::ControlCharacter(Component::QueryValue("size".into()))
+        );
+        assert_eq!(
+            denial(&p, "run", json!({"unit": bad})),
+            Denial::ControlCharacter(Component::Argv(2))
+        );
+    }
+    let probe = policy(true);
+    assert!(decide(&probe, "probe", json!({"host": "127.0.0.1\t"})).is_err());
+}
+
+/// Hostile but printable values are allowed only when they arrive exactly:
+/// each decodes back, segment for segment, to what was given.
+#[test]
+fn hostile_printable_values_arrive_exactly_as_written() {
+    let p = avatar_policy();
+    let hostile = [
+        "..%2f..",
+        "%2e%2e",
+        "%2E.",
+        "a/../b",
+        "..\\..",
+        "\u{2024}\u{2024}",
+        "\u{ff0e}\u{ff0e}",
+        "\u{ff0f}etc",
+        "\u{200b}..",
+        "\u{feff}.",
+        "?x=1#f",
+        ";..",
+        "@evil.example",
+        "xn--nxasmq6b",
+        "é/ü",
+        " .. ",
+    ];
+    for value in hostile {
+        let Value::Object(args) = json!({"user": value, "size": value}) else {
+            panic!()
+        };
+        let checked = p
+            .tool("avatar_delete")
+            .unwrap()
+            .schema
+            .check("avatar_delete", args)
+            .unwrap();
+        let action = authorize(&p, checked).expect(value);
+        let ActionTarget::Http(h) = action.target() else {
+            panic!()
+        };
+        let url = h.url();
+        assert_eq!(
+            (url.scheme(), url.host_str(), url.port_or_known_default()),
+            ("http", Some("127.0.0.1"), Some(8080))
+        );
+        let segments: Vec<_> = url.path_segments().unwrap().collect();
+        assert_eq!(segments.len(), 3, "{value:?} -> {url}");
+        assert_eq!((segments[0], segments[2]), ("users", "avatar"));
+        let decoded = percent_decode_str(segments[1]).decode_utf8().unwrap();
+        assert_eq!(decoded, value, "{url}");
+        let query = url.query().unwrap();
+        let (key, encoded) = query.split_once('=').unwrap();
+        assert_eq!(key, "size");
+        assert_eq!(percent_decode_str(encoded).decode_utf8().unwrap(), value);
+        assert!(url.fragment().is_none() && url.username().is_empty());
+    }
+}
+
+#[test]
+fn literal_dot_segments_are_refused_at_load() {
+    for url in ["http://127.0.0.1:8080/a/../b", "http://127.0.0.1:8080/./b"] {
+        let text = AVATAR.replace("http://127.0.0.1:8080/users/{user}/avatar?size={size}", url);
+        let err = Policy::from_toml(&text, Path::new("dots.toml")).unwrap_err();
+        assert!(err.to_string().contains("'.' and '..'"), "{err}");
+    }
 }
