@@ -60,8 +60,15 @@ impl ToolSchema {
         default_closed(root);
         // The root is closed even without `properties`: a tool that declares
         // no arguments accepts none.
-        root.entry("additionalProperties")
-            .or_insert(Value::Bool(false));
+        if !root.contains_key("additionalProperties") && !root.contains_key("unevaluatedProperties")
+        {
+            let keyword = if composes(root) {
+                "unevaluatedProperties"
+            } else {
+                "additionalProperties"
+            };
+            root.insert(keyword.into(), Value::Bool(false));
+        }
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .should_validate_formats(true)
@@ -142,11 +149,49 @@ fn keyword_of(schema_path: &str) -> &str {
     schema_path.rsplit('/').next().unwrap_or(schema_path)
 }
 
+/// Keywords whose subschemas apply to the same instance as their parent.
+const IN_PLACE_LISTS: [&str; 3] = ["allOf", "anyOf", "oneOf"];
+const IN_PLACE_SINGLE: [&str; 3] = ["if", "then", "else"];
+/// Keywords whose subschema describes one child instance.
+const CHILD_SINGLE: [&str; 5] = [
+    "items",
+    "contains",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+];
+/// Keywords holding a map of subschemas that each describe a child.
+const CHILD_MAPS: [&str; 4] = ["properties", "patternProperties", "$defs", "definitions"];
+
+/// Close every object schema that names its properties and leaves the rest
+/// open. A schema describing an instance of its own (the root, a property,
+/// an item, a `$defs` entry...) is closed with `additionalProperties:
+/// false`, or with `unevaluatedProperties: false` when it composes
+/// in-place branches (`allOf`, `anyOf`, `oneOf`, `if`/`then`/`else`,
+/// `dependentSchemas`, `$ref`), because `additionalProperties` cannot see
+/// the properties those branches name. The branches themselves are not
+/// closed (that would refuse every property the other branches name), but
+/// the instances they describe below them are. `not` is left alone:
+/// closing inside a negation would widen what it accepts.
 fn default_closed(schema: &mut Map<String, Value>) {
-    if schema.contains_key("properties") && !schema.contains_key("additionalProperties") {
-        schema.insert("additionalProperties".into(), Value::Bool(false));
+    if declares_properties(schema)
+        && !schema.contains_key("additionalProperties")
+        && !schema.contains_key("unevaluatedProperties")
+    {
+        let keyword = if composes(schema) {
+            "unevaluatedProperties"
+        } else {
+            "additionalProperties"
+        };
+        schema.insert(keyword.into(), Value::Bool(false));
     }
-    for key in ["properties", "$defs", "patternProperties"] {
+    close_below(schema);
+}
+
+/// Close the instances below `schema`, walking its in-place branches
+/// without closing them at their own level.
+fn close_below(schema: &mut Map<String, Value>) {
+    for key in CHILD_MAPS {
         if let Some(Value::Object(children)) = schema.get_mut(key) {
             for child in children.values_mut() {
                 if let Value::Object(child) = child {
@@ -155,9 +200,67 @@ fn default_closed(schema: &mut Map<String, Value>) {
             }
         }
     }
-    for key in ["items", "additionalProperties"] {
+    for key in CHILD_SINGLE {
         if let Some(Value::Object(child)) = schema.get_mut(key) {
             default_closed(child);
         }
     }
+    if let Some(Value::Array(items)) = schema.get_mut("prefixItems") {
+        for item in items.iter_mut().filter_map(Value::as_object_mut) {
+            default_closed(item);
+        }
+    }
+    for branch in in_place_branches(schema) {
+        close_below(branch);
+    }
+}
+
+fn in_place_branches(schema: &mut Map<String, Value>) -> Vec<&mut Map<String, Value>> {
+    let mut out = Vec::new();
+    for (key, value) in schema.iter_mut() {
+        let key = key.as_str();
+        if IN_PLACE_LISTS.contains(&key) {
+            if let Value::Array(list) = value {
+                out.extend(list.iter_mut().filter_map(Value::as_object_mut));
+            }
+        } else if IN_PLACE_SINGLE.contains(&key) {
+            if let Value::Object(branch) = value {
+                out.push(branch);
+            }
+        } else if key == "dependentSchemas"
+            && let Value::Object(map) = value
+        {
+            out.extend(map.values_mut().filter_map(Value::as_object_mut));
+        }
+    }
+    out
+}
+
+fn composes(schema: &Map<String, Value>) -> bool {
+    IN_PLACE_LISTS
+        .iter()
+        .chain(&IN_PLACE_SINGLE)
+        .chain(&["dependentSchemas", "$ref"])
+        .any(|k| schema.contains_key(*k))
+}
+
+/// Whether `schema` or one of its in-place branches names properties.
+fn declares_properties(schema: &Map<String, Value>) -> bool {
+    if schema.contains_key("properties") || schema.contains_key("patternProperties") {
+        return true;
+    }
+    schema.iter().any(|(key, value)| match value {
+        Value::Array(list) if IN_PLACE_LISTS.contains(&key.as_str()) => list
+            .iter()
+            .filter_map(Value::as_object)
+            .any(declares_properties),
+        Value::Object(branch) if IN_PLACE_SINGLE.contains(&key.as_str()) => {
+            declares_properties(branch)
+        }
+        Value::Object(map) if key == "dependentSchemas" => map
+            .values()
+            .filter_map(Value::as_object)
+            .any(declares_properties),
+        _ => false,
+    })
 }
