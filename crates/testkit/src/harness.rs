@@ -128,12 +128,23 @@ pub fn session_model(data: &[u8]) {
 /// Assert the gateway does exactly what the model predicts for `ops`.
 pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
     let policy = test_policy(mode);
-    let scenario = model::scenario(ops, mode, policy.server.max_frame_bytes);
+    let limits = portcullis_gateway::Config::from_policy(&policy).limits;
+    let scenario = model::scenario_with(ops, mode, limits);
     let report = run_session(&policy, &scenario.input, &Chunking::Whole);
     let actual: Vec<_> = report.actions.iter().map(key_of).collect();
     assert_eq!(
         actual, scenario.expected,
         "{mode:?}: recorded actions differ from the model for ops {ops:?}"
+    );
+    let stages: Vec<_> = report.rejections.iter().map(|r| r.stage).collect();
+    assert_eq!(
+        stages, scenario.rejections,
+        "{mode:?}: rejection stages differ from the model for ops {ops:?}"
+    );
+    assert_eq!(
+        model::tool_error_ids(&report.stdout),
+        scenario.tool_errors,
+        "{mode:?}: isError results differ from the model for ops {ops:?}"
     );
     assert_eq!(
         report.closed.is_some(),

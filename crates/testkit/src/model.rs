@@ -5,15 +5,22 @@
 //! legacy session serves only `initialize` and `ping` before the
 //! handshake; eras never mix; every invalid frame closes the session under
 //! `close` and is skipped under `keep-open`; ids are never reused; a valid
-//! call executes exactly once.
+//! call executes exactly once. Every tool kind's arguments are
+//! schema-checked: a call to the HTTP or the SSH tool with arguments its
+//! schema refuses executes nothing and is answered with an `isError`
+//! result. The depth limit counts from the top of the frame, so it holds
+//! inside `params.arguments` as anywhere else. The model also predicts the
+//! stage of every rejection.
 
 use arbitrary::{Arbitrary, Unstructured};
 use portcullis_gateway::{ActionTarget, AuthorizedAction, OnInvalid};
-use serde_json::json;
+use portcullis_wire::{Limits, Stage};
+use serde_json::{Value, json};
 
 use crate::fixtures::{self, frame};
 
-/// A service argument, valid or not.
+/// The arguments of a call to a `{service}` tool (HTTP `service_status`
+/// or SSH `restart_service`), valid or not.
 #[derive(Debug, Clone, Copy, Arbitrary, PartialEq, Eq)]
 pub enum Service {
     /// `api`
@@ -24,15 +31,40 @@ pub enum Service {
     BadCase,
     /// `../etc` (fails the pattern)
     Traversal,
+    /// `api web` (two remote words if it ever reached a shell; fails the
+    /// pattern)
+    Spaced,
+    /// `-api` (an option to the remote command; fails the pattern)
+    LeadingDash,
+    /// 33 letters (longer than the pattern allows)
+    TooLong,
+    /// `7` (an integer where the schema asks for a string)
+    WrongType,
+    /// `api` plus a property the schema does not name (closed by default)
+    ExtraProperty,
+    /// `{}` (the required property missing)
+    Missing,
 }
 
 impl Service {
     fn text(self) -> &'static str {
         match self {
-            Service::Api => "api",
+            Service::Api | Service::ExtraProperty => "api",
             Service::Web1 => "web-1",
             Service::BadCase => "Uppercase",
             Service::Traversal => "../etc",
+            Service::Spaced => "api web",
+            Service::LeadingDash => "-api",
+            Service::TooLong => "abcdefghijklmnopqrstuvwxyzabcdefg",
+            Service::WrongType | Service::Missing => "",
+        }
+    }
+    fn arguments(self) -> Value {
+        match self {
+            Service::WrongType => json!({ "service": 7 }),
+            Service::ExtraProperty => json!({ "service": "api", "unit": "x" }),
+            Service::Missing => json!({}),
+            _ => json!({ "service": self.text() }),
         }
     }
     fn valid(self) -> bool {
@@ -72,6 +104,15 @@ pub enum Op {
     CallCrlf(Service),
     /// Modern `tools/call service_status` with `_meta`.
     ModernCall(Service),
+    /// Legacy `tools/call restart_service` (the SSH tool).
+    Restart(Service),
+    /// Modern `tools/call restart_service` with `_meta`.
+    ModernRestart(Service),
+    /// A `service_status` call whose arguments carry an array nested so the
+    /// frame is exactly at the depth limit (`false`: refused by the schema,
+    /// which names no `deep` property) or one past it (`true`: refused as
+    /// JSON, before anything reads the request).
+    DeepArguments(bool),
     /// Modern `server/discover`.
     Discover,
     /// Modern call with an unsupported protocol version.
@@ -149,6 +190,11 @@ pub struct Scenario {
     pub expected: Vec<Predicted>,
     /// Whether the session must end closed.
     pub closes: bool,
+    /// The stage of every rejected frame, in order.
+    pub rejections: Vec<Stage>,
+    /// Request ids answered with an `isError` tool result (calls refused by
+    /// the schema or authorization), in order.
+    pub tool_errors: Vec<i64>,
 }
 
 struct Model {
@@ -160,7 +206,9 @@ struct Model {
     initialized: bool,
     next_id: i64,
     used: Vec<i64>,
-    max_frame: usize,
+    limits: Limits,
+    rejections: Vec<Stage>,
+    tool_errors: Vec<i64>,
 }
 
 impl Model {
@@ -169,8 +217,10 @@ impl Model {
         self.next_id
     }
 
-    /// An invalid frame: closes under `close`, is skipped under keep-open.
-    fn invalid(&mut self) {
+    /// An invalid frame, refused at `stage`: closes under `close`, is
+    /// skipped under keep-open.
+    fn invalid(&mut self, stage: Stage) {
+        self.rejections.push(stage);
         if self.mode == OnInvalid::Close {
             self.closed = true;
         }
@@ -180,12 +230,12 @@ impl Model {
     /// Returns false when the request was refused before its method ran.
     fn admit(&mut self, id: i64, era: Era) -> bool {
         if self.used.contains(&id) {
-            self.invalid();
+            self.invalid(Stage::Mcp);
             return false;
         }
         self.used.push(id);
         if self.era.is_some_and(|e| e != era) {
-            self.invalid();
+            self.invalid(Stage::Mcp);
             return false;
         }
         true
@@ -193,18 +243,27 @@ impl Model {
 
     fn legacy_ready(&mut self) -> bool {
         if !self.initialized {
-            self.invalid();
+            self.invalid(Stage::Mcp);
             return false;
         }
         true
     }
 
-    fn call(&mut self, id: i64, service: Service, modern: bool) -> Vec<u8> {
-        let args = json!({ "service": service.text() });
+    /// A well-formed call refused by the schema or authorization: a tool
+    /// error answering `id`, and a rejection at `stage`.
+    fn refused_call(&mut self, id: i64, stage: Stage) {
+        self.tool_errors.push(id);
+        self.invalid(stage);
+    }
+
+    /// A call to `tool`, one of the tools whose only argument is a
+    /// `service` name (HTTP `service_status`, SSH `restart_service`).
+    fn call(&mut self, id: i64, tool: &str, service: Service, modern: bool) -> Vec<u8> {
+        let args = service.arguments();
         let bytes = if modern {
-            fixtures::modern_call(id, "service_status", args, "2026-07-28")
+            fixtures::modern_call(id, tool, args, "2026-07-28")
         } else {
-            fixtures::call(id, "service_status", args)
+            fixtures::call(id, tool, args)
         };
         let era = if modern { Era::Modern } else { Era::Legacy };
         if self.admit(id, era) && (modern || self.legacy_ready()) {
@@ -212,10 +271,9 @@ impl Model {
                 self.era = Some(Era::Modern);
             }
             if service.valid() {
-                self.expected
-                    .push(("service_status".into(), service.text().into()));
+                self.expected.push((tool.into(), service.text().into()));
             } else {
-                self.invalid();
+                self.refused_call(id, Stage::Schema);
             }
         }
         bytes
@@ -230,7 +288,7 @@ impl Model {
                 let id = self.fresh_id();
                 if self.admit(id, Era::Legacy) {
                     if self.initialized {
-                        self.invalid();
+                        self.invalid(Stage::Mcp);
                     } else {
                         self.initialized = true;
                         self.era = Some(Era::Legacy);
@@ -240,7 +298,7 @@ impl Model {
             }
             Op::Initialized => {
                 if !self.initialized && self.era != Some(Era::Modern) {
-                    self.invalid();
+                    self.invalid(Stage::Mcp);
                 }
                 fixtures::initialized()
             }
@@ -260,18 +318,45 @@ impl Model {
             }
             Op::Call(service) => {
                 let id = self.fresh_id();
-                self.call(id, service, false)
+                self.call(id, "service_status", service, false)
             }
             Op::CallCrlf(service) => {
                 let id = self.fresh_id();
-                let mut bytes = self.call(id, service, false);
+                let mut bytes = self.call(id, "service_status", service, false);
                 bytes.pop();
                 bytes.extend_from_slice(b"\r\n");
                 bytes
             }
             Op::ModernCall(service) => {
                 let id = self.fresh_id();
-                self.call(id, service, true)
+                self.call(id, "service_status", service, true)
+            }
+            Op::Restart(service) => {
+                let id = self.fresh_id();
+                self.call(id, "restart_service", service, false)
+            }
+            Op::ModernRestart(service) => {
+                let id = self.fresh_id();
+                self.call(id, "restart_service", service, true)
+            }
+            Op::DeepArguments(over) => {
+                let id = self.fresh_id();
+                // The frame's own object, `params` and `arguments` are three
+                // levels; the array fills the rest up to the limit.
+                let depth = self.limits.effective_depth() - 3 + usize::from(over);
+                let deep: Value =
+                    serde_json::from_str(&format!("{}{}", "[".repeat(depth), "]".repeat(depth)))
+                        .expect("nested arrays");
+                if over {
+                    self.invalid(Stage::Json);
+                } else if self.admit(id, Era::Legacy) && self.legacy_ready() {
+                    self.refused_call(id, Stage::Schema);
+                }
+                fixtures::call(
+                    id,
+                    "service_status",
+                    json!({"service": "api", "deep": deep}),
+                )
             }
             Op::Discover => {
                 let id = self.fresh_id();
@@ -284,7 +369,7 @@ impl Model {
             Op::ModernBadVersion => {
                 let id = self.fresh_id();
                 if self.admit(id, Era::Modern) {
-                    self.invalid();
+                    self.invalid(Stage::Mcp);
                 }
                 fixtures::modern_call(id, "service_status", json!({"service":"api"}), "2099-01-01")
             }
@@ -295,21 +380,21 @@ impl Model {
                     if allowed {
                         self.expected.push(("region_probe".into(), host.into()));
                     } else {
-                        self.invalid();
+                        self.refused_call(id, Stage::Authz);
                     }
                 }
                 fixtures::call(id, "region_probe", json!({ "host": host }))
             }
             Op::DebugLine => {
-                self.invalid();
+                self.invalid(Stage::Json);
                 b"debug: entering tool handler\n".to_vec()
             }
             Op::Banner => {
-                self.invalid();
+                self.invalid(Stage::Json);
                 b"server v1.2 ready, loading optional extension\n".to_vec()
             }
             Op::SameLineBanner => {
-                self.invalid();
+                self.invalid(Stage::Json);
                 let id = self.fresh_id();
                 let mut bytes = fixtures::call(id, "service_status", json!({"service":"api"}));
                 bytes.pop();
@@ -317,7 +402,7 @@ impl Model {
                 bytes
             }
             Op::Concatenated => {
-                self.invalid();
+                self.invalid(Stage::Json);
                 let a = self.fresh_id();
                 let b = self.fresh_id();
                 let mut bytes = fixtures::call(a, "service_status", json!({"service":"api"}));
@@ -330,8 +415,8 @@ impl Model {
                 bytes
             }
             Op::OverLong => {
-                self.invalid();
-                let mut bytes = vec![b' '; self.max_frame + 16];
+                self.invalid(Stage::Framing);
+                let mut bytes = vec![b' '; self.limits.max_frame_bytes + 16];
                 let call = fixtures::call(
                     self.next_id + 1000,
                     "service_status",
@@ -341,18 +426,24 @@ impl Model {
                 bytes
             }
             Op::BadUtf8 => {
-                self.invalid();
+                self.invalid(Stage::Utf8);
                 let mut bytes = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"service_status\",\"arguments\":{\"service\":\"ap\xffi\"}}}".to_vec();
                 bytes.push(b'\n');
                 bytes
             }
             Op::DuplicateName => {
-                self.invalid();
+                self.invalid(Stage::Json);
                 let id = self.fresh_id();
                 format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"service_status\",\"name\":\"restart_service\",\"arguments\":{{\"service\":\"api\"}}}}}}\n").into_bytes()
             }
             Op::WrongId(bad) => {
-                self.invalid();
+                // 2^53 is refused as JSON (the I-JSON integer range holds
+                // wherever a number appears); the other ids parse and are
+                // refused by JSON-RPC.
+                self.invalid(match bad {
+                    BadId::Huge => Stage::Json,
+                    _ => Stage::Rpc,
+                });
                 let id = match bad {
                     BadId::Bool => "true",
                     BadId::Null => "null",
@@ -365,7 +456,7 @@ impl Model {
             Op::UnknownArgument => {
                 let id = self.fresh_id();
                 if self.admit(id, Era::Legacy) && self.legacy_ready() {
-                    self.invalid();
+                    self.refused_call(id, Stage::Schema);
                 }
                 fixtures::call(
                     id,
@@ -374,19 +465,19 @@ impl Model {
                 )
             }
             Op::NotificationCall => {
-                self.invalid();
+                self.invalid(Stage::Mcp);
                 frame(
                     &json!({"jsonrpc":"2.0","method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}),
                 )
             }
             Op::ReusedId => {
                 let id = self.used.last().copied().unwrap_or_else(|| self.fresh_id());
-                self.call(id, Service::Api, false)
+                self.call(id, "service_status", Service::Api, false)
             }
             Op::UnknownTool => {
                 let id = self.fresh_id();
                 if self.admit(id, Era::Legacy) && self.legacy_ready() {
-                    self.invalid();
+                    self.invalid(Stage::Mcp);
                 }
                 fixtures::call(id, "deploy_everything", json!({}))
             }
@@ -401,16 +492,16 @@ impl Model {
                 &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": n}}),
             ),
             Op::EmptyLine => {
-                self.invalid();
+                self.invalid(Stage::Framing);
                 b"\n".to_vec()
             }
             Op::ParamsString => {
-                self.invalid();
+                self.invalid(Stage::Rpc);
                 let id = self.fresh_id();
                 frame(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":"run"}))
             }
             Op::Truncate => {
-                self.invalid();
+                self.invalid(Stage::Framing);
                 let mut bytes =
                     fixtures::call(self.next_id + 1, "service_status", json!({"service":"api"}));
                 bytes.truncate(bytes.len() / 2);
@@ -424,8 +515,18 @@ impl Model {
 }
 
 /// Render `ops` into input bytes and predict the actions, for a session
-/// under `mode` whose `max_frame_bytes` is `max_frame`.
+/// under `mode` whose `max_frame_bytes` is `max_frame` (and the default
+/// depth limit).
 pub fn scenario(ops: &[Op], mode: OnInvalid, max_frame: usize) -> Scenario {
+    let limits = Limits {
+        max_frame_bytes: max_frame,
+        ..Limits::default()
+    };
+    scenario_with(ops, mode, limits)
+}
+
+/// [`scenario`] for a session with these frame and depth limits.
+pub fn scenario_with(ops: &[Op], mode: OnInvalid, limits: Limits) -> Scenario {
     let mut model = Model {
         mode,
         input: Vec::new(),
@@ -435,7 +536,9 @@ pub fn scenario(ops: &[Op], mode: OnInvalid, max_frame: usize) -> Scenario {
         initialized: false,
         next_id: 0,
         used: Vec::new(),
-        max_frame,
+        limits,
+        rejections: Vec::new(),
+        tool_errors: Vec::new(),
     };
     for op in ops {
         let keep_going = model.apply(op);
@@ -447,7 +550,19 @@ pub fn scenario(ops: &[Op], mode: OnInvalid, max_frame: usize) -> Scenario {
         input: model.input,
         expected: model.expected,
         closes: model.closed,
+        rejections: model.rejections,
+        tool_errors: model.tool_errors,
     }
+}
+
+/// The ids of the `isError: true` tool results in `stdout`, in order.
+pub fn tool_error_ids(stdout: &[u8]) -> Vec<i64> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|frame| frame["result"]["isError"] == json!(true))
+        .filter_map(|frame| frame["id"].as_i64())
+        .collect()
 }
 
 /// Decode a scenario from fuzzer bytes: a mode byte, then ops.

@@ -506,3 +506,65 @@ fn gateway_stdout_is_only_protocol_frames() {
         }
     }
 }
+
+fn nested(depth: usize) -> Value {
+    serde_json::from_str(&format!("{}{}", "[".repeat(depth), "]".repeat(depth))).unwrap()
+}
+
+/// README: "depth limit 64", and `[server] max_depth` moves it. The limit
+/// counts from the top of the frame, so it holds inside `params.arguments`
+/// exactly as for a bare value: at the limit the frame is JSON and reaches
+/// the next stage (the schema, for arguments); one level deeper it is
+/// refused as JSON, before anything reads its id.
+#[test]
+fn the_depth_limit_holds_inside_params_arguments_as_at_the_top() {
+    let configured = fixtures::TEST_POLICY.replacen(
+        "max_frame_bytes = 8192",
+        "max_frame_bytes = 8192\nmax_depth = 9",
+        1,
+    );
+    let mut small = Policy::from_toml(&configured, std::path::Path::new("t.toml")).unwrap();
+    small.server.on_invalid = OnInvalid::KeepOpen;
+    let secrets = fixtures::canary_secrets(&small);
+    let small = Arc::new(small.bind_secrets(secrets));
+    for (policy, limit) in [(test_policy(OnInvalid::KeepOpen), 64), (small, 9)] {
+        // The frame's object, `params` and `arguments` are three levels.
+        let args = |extra: usize| json!({"service": "api", "deep": nested(limit - 3 + extra)});
+        let input = with_handshake(
+            &[
+                call(2, "service_status", args(0)),
+                call(3, "service_status", args(1)),
+                call(4, "restart_service", json!({"service": "api"})),
+            ]
+            .concat(),
+        );
+        let report = run(&policy, &input);
+        let refused: Vec<_> = report
+            .rejections
+            .iter()
+            .map(|r| (r.stage, r.code))
+            .collect();
+        assert_eq!(
+            refused,
+            [(Stage::Schema, -32602), (Stage::Json, -32700)],
+            "limit {limit}"
+        );
+        let lines = stdout_lines(&report);
+        let answer = |id: i64| lines.iter().find(|l| l["id"] == id);
+        assert_eq!(
+            answer(2).unwrap()["result"]["isError"],
+            true,
+            "limit {limit}"
+        );
+        assert!(answer(3).is_none(), "limit {limit}: {lines:?}");
+        assert_eq!(tools_called(&report), ["restart_service"], "limit {limit}");
+
+        let bare = |depth: usize| frame(&nested(depth));
+        let report = run(
+            &policy,
+            &with_handshake(&[bare(limit), bare(limit + 1)].concat()),
+        );
+        let stages: Vec<_> = report.rejections.iter().map(|r| r.stage).collect();
+        assert_eq!(stages, [Stage::Rpc, Stage::Json], "limit {limit}");
+    }
+}

@@ -7,6 +7,7 @@ use portcullis_testkit::fixtures::test_policy;
 use portcullis_testkit::harness::{check_model, chunking, stdin_bytes};
 use portcullis_testkit::model::{self, Op, Service};
 use portcullis_testkit::session::run_session_deferred;
+use portcullis_wire::Stage;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -147,5 +148,83 @@ fn hand_written_sequences_match_the_model() {
         for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
             check_model(ops, mode);
         }
+    }
+}
+
+/// Both tool kinds carry constraining schemas: every schema violation, sent
+/// to the HTTP tool or to the SSH tool, in either era, executes nothing
+/// and is answered with an `isError` result, and the gateway agrees.
+#[test]
+fn both_tool_kinds_refuse_schema_violations_with_a_tool_error() {
+    let refused = [
+        Service::BadCase,
+        Service::Traversal,
+        Service::Spaced,
+        Service::LeadingDash,
+        Service::TooLong,
+        Service::WrongType,
+        Service::ExtraProperty,
+        Service::Missing,
+    ];
+    let calls: [(fn(Service) -> Op, bool); 4] = [
+        (Op::Call, false),
+        (Op::Restart, false),
+        (Op::ModernCall, true),
+        (Op::ModernRestart, true),
+    ];
+    for service in refused {
+        for (call, modern) in calls {
+            let mut ops = if modern {
+                vec![]
+            } else {
+                vec![Op::Initialize, Op::Initialized]
+            };
+            ops.push(call(service));
+            ops.push(call(Service::Web1));
+            for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+                let scenario = model::scenario(&ops, mode, 65536);
+                let id = if modern { 1 } else { 2 };
+                assert_eq!(scenario.tool_errors, [id], "{ops:?}");
+                assert_eq!(scenario.rejections, [Stage::Schema], "{ops:?}");
+                assert_eq!(
+                    scenario.expected.len(),
+                    usize::from(mode == OnInvalid::KeepOpen)
+                );
+                check_model(&ops, mode);
+            }
+        }
+    }
+}
+
+/// The depth limit counts from the top of the frame, so it holds inside
+/// `params.arguments`: a frame exactly at the limit reaches the schema (a
+/// tool error), one level deeper is refused as JSON (no reply can name its
+/// id, so keep-open writes nothing for it).
+#[test]
+fn the_depth_limit_holds_inside_arguments() {
+    let ops = [
+        Op::Initialize,
+        Op::Initialized,
+        Op::DeepArguments(false),
+        Op::DeepArguments(true),
+        Op::Restart(Service::Api),
+    ];
+    let scenario = model::scenario(&ops, OnInvalid::KeepOpen, 65536);
+    assert_eq!(scenario.rejections, [Stage::Schema, Stage::Json]);
+    assert_eq!(scenario.tool_errors, [2]);
+    assert_eq!(
+        scenario.expected,
+        [("restart_service".to_owned(), "api".to_owned())]
+    );
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        check_model(&ops, mode);
+        check_model(
+            &ops[..2]
+                .iter()
+                .chain(&ops[3..])
+                .cloned()
+                .collect::<Vec<_>>(),
+            mode,
+        );
     }
 }
