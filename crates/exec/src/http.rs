@@ -29,9 +29,15 @@
 //!   `HTTP <code> <reason>` and the body on the following lines, with
 //!   `is_error: true`. A body that is not UTF-8 is reported as
 //!   `<N bytes of binary content>`, never decoded lossily.
-//! - **Failures.** Transport errors and timeouts give `is_error: true` with
-//!   a message that never contains the credential (it is scrubbed even if
-//!   a library were to echo it).
+//! - **Failures.** Transport errors and timeouts give `is_error: true`.
+//! - **The credential never comes back.** An upstream may reflect the
+//!   `Authorization` header it received: in a body (an echo service, an
+//!   error page), in a `Location`. Every outcome, success or failure, passes
+//!   at the single exit of [`HttpExecutor`] through a
+//!   [`Scrubber`](crate::scrub::Scrubber) for the tool's credential, which
+//!   replaces it in any of its spellings by `[redacted]`; a body cut at
+//!   `max_response_bytes` in the middle of the credential loses the prefix
+//!   at the cut as well (see [`crate::scrub`]).
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -42,8 +48,9 @@ use thiserror::Error;
 use ureq::http;
 use url::Url;
 
+use crate::fmt_duration;
 use crate::output::{Overflow, read_capped, text_of};
-use crate::{fmt_duration, scrub};
+use crate::scrub::Scrubber;
 
 /// Why a request could not produce a response.
 #[derive(Debug, Error)]
@@ -103,37 +110,43 @@ impl HttpExecutor {
 
     fn send(&self, action: &AuthorizedAction, req: &HttpRequest) -> Outcome {
         let started = Instant::now();
-        let secret = action.credential().map(|s| s.expose());
-        let result = self.exchange(action, req);
+        let scrubber = Scrubber::new(action.credential().map(|s| s.expose()));
+        let result = self.exchange(action, req, &scrubber);
         let elapsed = started.elapsed();
-        match result {
-            Ok(outcome) => {
-                tracing::info!(
-                    tool = action.tool(),
-                    host = req.url().host_str().unwrap_or(""),
-                    port = req.url().port_or_known_default().unwrap_or(0),
-                    is_error = outcome.is_error,
-                    elapsed_ms = elapsed.as_millis() as u64,
-                    "http action finished"
-                );
-                outcome
-            }
-            Err(err) => {
-                let text = scrub(&err.to_string(), secret);
-                tracing::warn!(
-                    tool = action.tool(),
-                    host = req.url().host_str().unwrap_or(""),
-                    port = req.url().port_or_known_default().unwrap_or(0),
-                    elapsed_ms = elapsed.as_millis() as u64,
-                    error = %text,
-                    "http action failed"
-                );
-                Outcome::failure(text)
-            }
+        let (outcome, failed) = match result {
+            Ok(outcome) => (outcome, false),
+            Err(err) => (Outcome::failure(err.to_string()), true),
+        };
+        // The single exit: nothing leaves the executor unscrubbed.
+        let outcome = scrubber.scrub_outcome(outcome);
+        if failed {
+            tracing::warn!(
+                tool = action.tool(),
+                host = req.url().host_str().unwrap_or(""),
+                port = req.url().port_or_known_default().unwrap_or(0),
+                elapsed_ms = elapsed.as_millis() as u64,
+                error = %outcome.text,
+                "http action failed"
+            );
+        } else {
+            tracing::info!(
+                tool = action.tool(),
+                host = req.url().host_str().unwrap_or(""),
+                port = req.url().port_or_known_default().unwrap_or(0),
+                is_error = outcome.is_error,
+                elapsed_ms = elapsed.as_millis() as u64,
+                "http action finished"
+            );
         }
+        outcome
     }
 
-    fn exchange(&self, action: &AuthorizedAction, req: &HttpRequest) -> Result<Outcome, HttpError> {
+    fn exchange(
+        &self,
+        action: &AuthorizedAction,
+        req: &HttpRequest,
+        scrubber: &Scrubber,
+    ) -> Result<Outcome, HttpError> {
         let uri = request_uri(req.url())?;
         let (method, has_body) = match req.method() {
             HttpMethod::Get => (http::Method::GET, false),
@@ -178,6 +191,7 @@ impl HttpExecutor {
             &body.bytes,
             body.truncated,
             cap,
+            scrubber,
         ))
     }
 
@@ -254,8 +268,19 @@ fn render(
     body: &[u8],
     truncated: bool,
     cap: usize,
+    scrubber: &Scrubber,
 ) -> Outcome {
     let line = status_line(status);
+    let body_text = || {
+        let text = text_of(body, truncated);
+        // The cap may have cut the body inside a reflected credential: the
+        // prefix left at the cut is redacted here, where the cut is known.
+        if truncated {
+            scrubber.scrub_cut(&text)
+        } else {
+            text
+        }
+    };
     let mut text = if status.is_redirection() {
         match location {
             Some(loc) => format!("{line}, Location: {loc} (redirect not followed)"),
@@ -265,12 +290,12 @@ fn render(
         if body.is_empty() {
             format!("{line} (empty body)")
         } else {
-            text_of(body, truncated)
+            body_text()
         }
     } else if body.is_empty() {
         line
     } else {
-        format!("{line}\n{}", text_of(body, truncated))
+        format!("{line}\n{}", body_text())
     };
     if truncated && !status.is_redirection() {
         text.push_str(&format!("\n[response body truncated at {cap} bytes]"));
@@ -325,9 +350,17 @@ mod tests {
 
     #[test]
     fn rendering() {
-        let ok = render(http::StatusCode::OK, None, b"hi", false, 10);
+        let none = Scrubber::new(None);
+        let ok = render(http::StatusCode::OK, None, b"hi", false, 10, &none);
         assert_eq!(ok, Outcome::success("hi"));
-        let moved = render(http::StatusCode::FOUND, Some("/elsewhere"), b"", false, 10);
+        let moved = render(
+            http::StatusCode::FOUND,
+            Some("/elsewhere"),
+            b"",
+            false,
+            10,
+            &none,
+        );
         assert_eq!(
             moved,
             Outcome::success("HTTP 302 Found, Location: /elsewhere (redirect not followed)")
@@ -338,17 +371,37 @@ mod tests {
             b"boom",
             false,
             10,
+            &none,
         );
         assert_eq!(
             failed,
             Outcome::failure("HTTP 500 Internal Server Error\nboom")
         );
-        let cut = render(http::StatusCode::OK, None, b"0123456789", true, 10);
+        let cut = render(http::StatusCode::OK, None, b"0123456789", true, 10, &none);
         assert_eq!(
             cut,
             Outcome::success("0123456789\n[response body truncated at 10 bytes]")
         );
-        let binary = render(http::StatusCode::OK, None, &[0xff, 0xfe], false, 10);
+        let binary = render(http::StatusCode::OK, None, &[0xff, 0xfe], false, 10, &none);
         assert_eq!(binary, Outcome::success("<2 bytes of binary content>"));
+    }
+
+    #[test]
+    fn a_body_cut_inside_the_credential_keeps_no_prefix_of_it() {
+        let scrubber = Scrubber::new(Some("tok-0123456789"));
+        let cut = render(
+            http::StatusCode::OK,
+            None,
+            b"Authorization: Bearer tok-01234",
+            true,
+            31,
+            &scrubber,
+        );
+        assert_eq!(
+            cut,
+            Outcome::success(
+                "Authorization: Bearer [redacted]\n[response body truncated at 31 bytes]"
+            )
+        );
     }
 }

@@ -54,8 +54,9 @@ use std::time::{Duration, Instant};
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Outcome, SshCommand};
 use thiserror::Error;
 
+use crate::fmt_duration;
 use crate::output::{Capped, Overflow, read_capped, text_of};
-use crate::{fmt_duration, scrub};
+use crate::scrub::Scrubber;
 
 /// The known hosts file used when a tool names none: empty, so every host
 /// key is unknown and strict checking refuses the connection.
@@ -155,10 +156,7 @@ impl SshExecutor {
             Ok(outcome) => outcome,
             Err(err) => Outcome::failure(err.to_string()),
         };
-        let outcome = Outcome {
-            text: scrub(&outcome.text, secret),
-            is_error: outcome.is_error,
-        };
+        let outcome = Scrubber::new(secret).scrub_outcome(outcome);
         tracing::info!(
             tool = action.tool(),
             host = cmd.host(),

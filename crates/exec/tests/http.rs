@@ -432,3 +432,122 @@ fn proxy_child() {
     let outcome = run(&action(port, "GET", 1024, 5000, "abc"));
     assert_eq!(outcome, Outcome::success("direct"));
 }
+
+/// A credential with characters every encoding treats differently (`/`,
+/// `+`, `=`), so each spelling of it is distinct.
+const REFLECTED: &str = "cAn4ry/T0k+en=9f3Q-reflected";
+
+fn reflected_action(port: u16, cap: usize) -> AuthorizedAction {
+    let mut store = SecretStore::default();
+    store.insert("tok", Secret::new(REFLECTED));
+    common::authorize(
+        &policy(port, "GET", cap, 5000),
+        store,
+        "fetch",
+        json!({ "item": "abc" }),
+    )
+}
+
+/// Serve `template` (see `common::ReflectingUpstream`) and return what the
+/// executor reports, after checking the upstream did receive the token.
+fn reflected(template: &str, cap: usize) -> Outcome {
+    let upstream = common::ReflectingUpstream::start(template.as_bytes().to_vec());
+    let outcome = run(&reflected_action(upstream.port, cap));
+    assert_eq!(
+        upstream.requests.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    outcome
+}
+
+fn assert_no_canary(outcome: &Outcome) {
+    let readings = common::canary_readings(&outcome.text, REFLECTED);
+    assert!(
+        readings.is_empty(),
+        "the credential can be read back from the outcome ({readings:?}):\n{}",
+        outcome.text
+    );
+    assert!(outcome.text.contains("[redacted]"), "{}", outcome.text);
+}
+
+#[test]
+fn reflected_bearer_token_is_redacted_in_a_2xx_body() {
+    let outcome = reflected(
+        concat!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n",
+            "Content-Length: {{CONTENT_LENGTH}}\r\nConnection: close\r\n\r\n",
+            "{\"headers\":{\"Authorization\":\"{{AUTHORIZATION_JSON}}\"},\n",
+            "\"raw\":\"{{AUTHORIZATION}}\",\n",
+            "\"token\":\"{{TOKEN}}\",\n",
+            "\"as_base64\":\"{{AUTHORIZATION_BASE64}}\",\n",
+            "\"basic\":\"Basic {{TOKEN_BASIC}}\",\n",
+            "\"base64url\":\"{{TOKEN_BASE64URL}}\"}\n",
+        ),
+        64 * 1024,
+    );
+    assert!(!outcome.is_error, "{outcome:?}");
+    assert_no_canary(&outcome);
+    // The body is otherwise intact: only the credential went.
+    assert!(
+        outcome.text.contains("\"raw\":\"Bearer [redacted]\""),
+        "{}",
+        outcome.text
+    );
+    assert!(
+        outcome.text.contains("\"token\":\"[redacted]\""),
+        "{}",
+        outcome.text
+    );
+}
+
+#[test]
+fn reflected_token_in_an_error_page_is_redacted() {
+    for status in ["401 Unauthorized", "500 Internal Server Error"] {
+        let template = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {{{{CONTENT_LENGTH}}}}\r\nConnection: close\r\n\r\n<html><body><h1>{status}</h1><p>Rejected credential: <code>{{{{AUTHORIZATION}}}}</code></p><p>Debug: {{{{AUTHORIZATION_PERCENT}}}} / Basic {{{{TOKEN_BASIC}}}}</p></body></html>\n"
+        );
+        let outcome = reflected(&template, 64 * 1024);
+        assert!(outcome.is_error, "{outcome:?}");
+        assert!(outcome.text.starts_with("HTTP "), "{outcome:?}");
+        assert_no_canary(&outcome);
+    }
+}
+
+#[test]
+fn redirect_location_with_the_token_is_redacted() {
+    for location in [
+        "http://127.0.0.1:1/callback?access_token={{TOKEN}}&state=1",
+        "http://127.0.0.1:1/callback?access_token={{TOKEN_PERCENT_LOWER}}&state=1",
+        "http://127.0.0.1:1/callback?auth={{AUTHORIZATION_PERCENT}}",
+        "/login#token={{TOKEN_BASE64URL}}",
+    ] {
+        let template = format!(
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        let outcome = reflected(&template, 1024);
+        assert!(!outcome.is_error, "{outcome:?}");
+        assert!(
+            outcome.text.starts_with("HTTP 302 Found, Location: "),
+            "{outcome:?}"
+        );
+        assert_no_canary(&outcome);
+    }
+}
+
+#[test]
+fn a_body_cut_inside_the_reflected_token_keeps_no_prefix_of_it() {
+    let prefix = "echo: Authorization: Bearer ";
+    // Cut after 4, 10 and all but one character of the token.
+    for keep in [4, 10, REFLECTED.len() - 1] {
+        let cap = prefix.len() + keep;
+        let outcome = reflected(
+            "HTTP/1.1 200 OK\r\nContent-Length: {{CONTENT_LENGTH}}\r\nConnection: close\r\n\r\necho: Authorization: {{AUTHORIZATION}} and more\n",
+            cap,
+        );
+        assert_eq!(
+            outcome.text,
+            format!("{prefix}[redacted]\n[response body truncated at {cap} bytes]"),
+            "cut after {keep} characters of the token"
+        );
+    }
+}

@@ -237,7 +237,7 @@ prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then stat -c '%a' "$a"; cat "$a"
     // the result text never carries it (scrubbed).
     assert!(key_section.starts_with("600\n"), "{key_section}");
     assert!(!text.contains("canary-key"), "{text}");
-    assert!(key_section.contains("<redacted>"), "{key_section}");
+    assert!(key_section.contains("[redacted]"), "{key_section}");
 }
 
 #[test]
