@@ -10,12 +10,15 @@
 //!   recursing further, so no input can exhaust the stack.
 //! - **Trailing content**: exactly one value, then only whitespace
 //!   (`{}{}` is refused; serde_json's `StreamDeserializer` would accept it).
-//! - **Numbers**: integers must lie within ±(2^53−1), the range every I-JSON
-//!   peer reads exactly. Without `arbitrary_precision` serde_json turns
-//!   `18446744073709551616` into a float, so the rule is applied to values:
-//!   any number that is integral and beyond ±(2^53−1) is refused, whatever
-//!   its spelling (`1e22` too). Values that overflow a double (`1e400`) are
-//!   refused by serde_json itself. Fractions such as `0.1` are accepted.
+//! - **Numbers**: a number written in integer syntax must lie within
+//!   ±(2^53−1), the range every I-JSON peer reads exactly. A finite number
+//!   written with a fraction or an exponent (`0.1`, `1.5e300`, `1E22`) is a
+//!   double, and every peer reads it as the same double, so it is accepted.
+//!   Without `arbitrary_precision` serde_json hands integer-syntax numbers
+//!   beyond 64 bits to the visitors as floats, indistinguishable from
+//!   `1e22`; such a float (integral, beyond the safe range) marks the frame,
+//!   and only a marked frame is scanned for its integer-syntax tokens.
+//!   Values that overflow a double (`1e400`) are refused by serde_json.
 //! - **Strings**: lone surrogate escapes (`"\ud800"`) are refused (serde_json
 //!   refuses them when strings are decoded, which these visitors always do).
 //!   A byte-order mark before the value is refused as unexpected input; a
@@ -45,12 +48,69 @@ pub(crate) fn parse_with<'a, S>(text: &'a str, seed: S) -> Result<S::Value, Reje
 where
     S: DeserializeSeed<'a>,
 {
+    BIG_INTEGRAL_FLOAT.set(false);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = seed
         .deserialize(&mut de)
         .and_then(|value| de.end().map(|()| value))
         .map_err(|err| json_rejection(&err, text.as_bytes()))?;
+    if BIG_INTEGRAL_FLOAT.replace(false) && has_unsafe_integer_token(text) {
+        return Err(Rejection::new(
+            Stage::Json,
+            PARSE_ERROR,
+            "integer beyond ±(2^53−1) cannot be represented exactly",
+            text.as_bytes(),
+        ));
+    }
     Ok(value)
+}
+
+thread_local! {
+    /// Set when a visitor saw an integral float beyond the safe range: it
+    /// came from either `1e22` (fine) or an integer-syntax token too long for
+    /// 64 bits (refused), and only the text can tell which. A thread-local
+    /// rather than state in every seed, because the seeds are `Copy` and
+    /// shared by the envelope visitors in `rpc`.
+    static BIG_INTEGRAL_FLOAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether `text` holds a number token in integer syntax (no fraction, no
+/// exponent) whose magnitude exceeds ±(2^53−1). Strings are skipped.
+fn has_unsafe_integer_token(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = &bytes[start..i];
+                let integer_syntax = !token.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                let digits = token.strip_prefix(b"-").unwrap_or(token);
+                if integer_syntax && digits.len() >= 16 {
+                    let magnitude = std::str::from_utf8(digits)
+                        .ok()
+                        .and_then(|d| d.parse::<u128>().ok());
+                    if magnitude.is_none_or(|m| m > MAX_SAFE_INTEGER as u128) {
+                        return true;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    false
 }
 
 fn json_rejection(err: &serde_json::Error, frame: &[u8]) -> Rejection {
@@ -121,9 +181,7 @@ pub(crate) fn check_integer<E: de::Error>(v: i128) -> Result<(), E> {
 
 pub(crate) fn check_float<E: de::Error>(v: f64) -> Result<Number, E> {
     if v.fract() == 0.0 && v.abs() > MAX_SAFE_INTEGER as f64 {
-        return Err(E::custom(
-            "integral number beyond ±(2^53−1) cannot be represented exactly",
-        ));
+        BIG_INTEGRAL_FLOAT.set(true);
     }
     Number::from_f64(v).ok_or_else(|| E::custom("number is not finite"))
 }

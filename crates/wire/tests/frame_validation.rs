@@ -231,13 +231,42 @@ fn numbers_must_be_exactly_representable() {
     assert!(parse_value("18446744073709551616", &limits).is_err());
     assert!(parse_value("1e400", &limits).is_err());
     assert!(parse_value("-1e400", &limits).is_err());
-    assert!(parse_value("1e22", &limits).is_err());
+    assert!(parse_value("-9223372036854775809", &limits).is_err());
+    assert!(parse_value("123123123123123123123123123123", &limits).is_err());
+    assert!(parse_value(&"9".repeat(400), &limits).is_err());
     assert!(parse_value("0.1", &limits).is_ok());
-    assert!(
-        parse_value("1.5e300", &limits).is_err(),
-        "integral beyond 2^53"
-    );
     assert!(parse_value("1.5e-300", &limits).is_ok());
+}
+
+/// Issue 10: a finite number with a fraction or an exponent is one double,
+/// read the same by every peer; only integer syntax carries the ±(2^53−1)
+/// rule.
+#[test]
+fn fraction_and_exponent_numbers_are_doubles_and_accepted() {
+    let limits = Limits::default();
+    for ok in [
+        "1e22",
+        "1E22",
+        "1.5e300",
+        "-1.0e+28",
+        "123.456e78",
+        "9007199254740993.0",
+    ] {
+        assert!(parse_value(ok, &limits).is_ok(), "{ok}");
+    }
+    let mixed = r#"{"a":1.0e+28,"b":"18446744073709551616","c":[-1.0e+28]}"#;
+    assert!(
+        parse_value(mixed, &limits).is_ok(),
+        "digits in strings are text"
+    );
+    let smuggled = r#"{"a":1e22,"b":18446744073709551616}"#;
+    assert!(
+        parse_value(smuggled, &limits).is_err(),
+        "a big float elsewhere does not excuse an unsafe integer"
+    );
+    let escaped = r#"{"k\"":"\\","n":1e300,"m":100000000000000000000}"#;
+    assert!(parse_value(escaped, &limits).is_err());
+    assert!(parse_value(r#"{"k\"":"\\","n":1e300}"#, &limits).is_ok());
 }
 
 #[test]
