@@ -20,6 +20,16 @@
 //!
 //! An intent without an outcome is an *interrupted* action: the process
 //! ended while it ran, and whether it took effect is unknown.
+//!
+//! `audit verify` holds every line to exactly that shape, since a journal
+//! that merely parses proves nothing: per kind, the member set (an unknown
+//! or a missing member is an error), each member's type and range
+//! (`line` ≥ 1, `port` 1..=65535, `code` in JSON-RPC's reserved
+//! −32768..=−32000, `timeout_ms` in the policy's 1..=600000, tickets and
+//! milliseconds within ±(2^53−1)), `time` as RFC 3339 in UTC, `stage` one
+//! of the wire's [`Stage`] names, fingerprints as 64 lowercase hex digits,
+//! `session` as `<pid>-<hex>`, `tool` as the policy's tool names; then
+//! that no ticket has two intents and every outcome follows its intent.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -32,9 +42,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Outcome, RejectionRecord, Ticket};
-use portcullis_wire::{Fingerprint, Limits};
+use portcullis_wire::{Fingerprint, Limits, Stage};
 use serde::Serialize;
 use serde_json::Value;
+use time::format_description::well_known::Rfc3339;
 
 // ---------------------------------------------------------------------------
 // Writing
@@ -250,11 +261,14 @@ pub struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 enum AuditCommand {
-    /// Check that a journal is well-formed JSON Lines with known record
-    /// kinds, and list intents that have no outcome (interrupted actions).
-    /// Exit 0 when well-formed (interrupted actions are reported, not
-    /// errors), 1 when any line is malformed, 2 when the file cannot be
-    /// read.
+    /// Check that every line of a journal is a record exactly as
+    /// `portcullis mcp --audit` writes it (per kind: the member set, no
+    /// unknown members, types and ranges, RFC 3339 UTC times, stage names,
+    /// 64-hex fingerprints), that outcomes follow their intents, and list
+    /// intents that have no outcome (interrupted actions). Exit 0 when
+    /// well-formed (interrupted actions are reported, not errors), 1 when
+    /// any line is malformed (each named on stderr with its line number
+    /// and field), 2 when the file cannot be read.
     Verify {
         /// The journal file.
         file: PathBuf,
@@ -328,11 +342,252 @@ fn verify(path: &Path, out: impl Write) -> anyhow::Result<ExitCode> {
         )?;
     }
     out.flush()?;
+    // The verdict, for whoever reads only stderr (a script checking the
+    // exit status): each malformed line, by number, and what is wrong.
+    let mut err = io::stderr().lock();
+    for (line, why) in tally.malformed.iter().take(SHOWN_PROBLEMS) {
+        writeln!(err, "portcullis: {}: line {line}: {why}", path.display())?;
+    }
+    if tally.malformed.len() > SHOWN_PROBLEMS {
+        writeln!(
+            err,
+            "portcullis: {}: ... and {} more malformed lines",
+            path.display(),
+            tally.malformed.len() - SHOWN_PROBLEMS
+        )?;
+    }
     Ok(if tally.malformed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What one member of a record must hold.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// `rejection`, `intent` or `outcome`.
+    Kind,
+    /// RFC 3339, in UTC.
+    Time,
+    /// `<pid>-<nanoseconds in lowercase hex>`, as [`Journal::open`] makes it.
+    Session,
+    /// A stage name of the wire's [`Stage`] enum.
+    Stage,
+    /// 64 lowercase hex digits (a SHA-256).
+    Fingerprint,
+    /// A tool name as the policy allows it: 1-128 of `A-Z a-z 0-9 _ - .`.
+    Tool,
+    /// `http` or `ssh`.
+    TargetKind,
+    /// 1-255 printable ASCII characters, no space.
+    Host,
+    /// An integer in `min..=max`.
+    Int(i64, i64),
+    /// An integer in `min..=max`, or `null`.
+    IntOrNull(i64, i64),
+    /// `true` or `false`.
+    Bool,
+}
+
+const MAX_SAFE: i64 = portcullis_wire::strict_json::MAX_SAFE_INTEGER;
+
+/// A 1-based input line number.
+const LINE: Rule = Rule::Int(1, MAX_SAFE);
+/// A ticket of the gateway (counts from 0).
+const TICKET: Rule = Rule::Int(0, MAX_SAFE);
+
+/// Members every record has.
+const COMMON: &[(&str, Rule)] = &[
+    ("kind", Rule::Kind),
+    ("time", Rule::Time),
+    ("session", Rule::Session),
+];
+
+/// The members of each kind besides [`COMMON`]: exactly these, no more,
+/// no fewer (what [`Journal`] writes).
+const KINDS: &[(&str, &[(&str, Rule)])] = &[
+    (
+        "rejection",
+        &[
+            ("line", LINE),
+            ("stage", Rule::Stage),
+            // JSON-RPC's reserved range: every code a stage maps to.
+            ("code", Rule::Int(-32768, -32000)),
+            ("fingerprint", Rule::Fingerprint),
+        ],
+    ),
+    (
+        "intent",
+        &[
+            ("ticket", TICKET),
+            ("line", Rule::IntOrNull(1, MAX_SAFE)),
+            ("tool", Rule::Tool),
+            ("target_kind", Rule::TargetKind),
+            ("host", Rule::Host),
+            ("port", Rule::Int(1, 65535)),
+            ("target_fingerprint", Rule::Fingerprint),
+            // The policy's `timeout_ms` range.
+            ("timeout_ms", Rule::Int(1, 600_000)),
+        ],
+    ),
+    (
+        "outcome",
+        &[
+            ("ticket", TICKET),
+            ("is_error", Rule::Bool),
+            ("executed", Rule::Bool),
+            ("cancelled", Rule::Bool),
+            ("late", Rule::Bool),
+            ("elapsed_ms", Rule::Int(0, MAX_SAFE)),
+        ],
+    ),
+];
+
+/// Why `value` breaks `rule`, as the end of a sentence starting with the
+/// member's name. Never echoes the value (a forged journal may hold
+/// anything).
+fn check(rule: Rule, value: &Value) -> Result<(), String> {
+    let text = || value.as_str().ok_or_else(|| "is not a string".to_owned());
+    match rule {
+        Rule::Kind => {
+            let kind = text()?;
+            if !KINDS.iter().any(|(k, _)| *k == kind) {
+                return Err("is not a known record kind".into());
+            }
+        }
+        Rule::Time => {
+            let time = text()?;
+            let parsed = time::OffsetDateTime::parse(time, &Rfc3339)
+                .map_err(|_| "is not an RFC 3339 time".to_owned())?;
+            if !parsed.offset().is_utc() {
+                return Err("is an RFC 3339 time but not in UTC".into());
+            }
+        }
+        Rule::Session => {
+            let session = text()?;
+            let well_formed = session.len() <= 64
+                && session.split_once('-').is_some_and(|(pid, nanos)| {
+                    !pid.is_empty()
+                        && !nanos.is_empty()
+                        && pid.bytes().all(|b| b.is_ascii_digit())
+                        && nanos
+                            .bytes()
+                            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                });
+            if !well_formed {
+                return Err("is not a session id (<pid>-<hex>)".into());
+            }
+        }
+        Rule::Stage => {
+            let stage = text()?;
+            if !Stage::ALL.iter().any(|s| s.as_str() == stage) {
+                return Err(format!(
+                    "is not a stage name (one of {})",
+                    Stage::ALL.map(Stage::as_str).join(", ")
+                ));
+            }
+        }
+        Rule::Fingerprint => {
+            let hex = text()?;
+            if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                return Err("is not 64 lowercase hex digits".into());
+            }
+        }
+        Rule::Tool => {
+            let tool = text()?;
+            if !(1..=128).contains(&tool.len())
+                || !tool
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+            {
+                return Err("is not a tool name (1-128 of A-Z a-z 0-9 _ - .)".into());
+            }
+        }
+        Rule::TargetKind => {
+            if !matches!(text()?, "http" | "ssh") {
+                return Err("is neither \"http\" nor \"ssh\"".into());
+            }
+        }
+        Rule::Host => {
+            let host = text()?;
+            if !(1..=255).contains(&host.len()) || !host.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err("is not a host (1-255 printable ASCII characters)".into());
+            }
+        }
+        Rule::Int(min, max) => integer(value, min, max)?,
+        Rule::IntOrNull(min, max) => {
+            if !value.is_null() {
+                integer(value, min, max).map_err(|why| format!("{why} nor null"))?;
+            }
+        }
+        Rule::Bool => {
+            if !value.is_boolean() {
+                return Err("is not a boolean".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn integer(value: &Value, min: i64, max: i64) -> Result<(), String> {
+    match value.as_i64() {
+        Some(n) if (min..=max).contains(&n) => Ok(()),
+        Some(_) => Err(format!("is out of range ({min}..={max})")),
+        // `as_i64` is None for fractions and exponents too: the journal
+        // writes plain integers only.
+        None => Err("is not an integer".into()),
+    }
+}
+
+/// Every way `record` departs from its kind's member set and rules.
+fn problems(record: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut found = Vec::new();
+    let kind_rules = match record.get("kind") {
+        None => {
+            found.push("missing field \"kind\"".to_owned());
+            None
+        }
+        Some(kind) => match check(Rule::Kind, kind) {
+            Err(why) => {
+                found.push(format!("field \"kind\" {why}"));
+                None
+            }
+            Ok(()) => KINDS
+                .iter()
+                .find(|(k, _)| Some(*k) == kind.as_str())
+                .map(|(_, rules)| *rules),
+        },
+    };
+    let rules: Vec<(&str, Rule)> = COMMON
+        .iter()
+        .chain(kind_rules.unwrap_or_default())
+        .copied()
+        .collect();
+    // `kind` was checked above.
+    for (name, rule) in rules.iter().filter(|(name, _)| *name != "kind") {
+        match record.get(*name) {
+            None => found.push(format!("missing field {name:?}")),
+            Some(value) => {
+                if let Err(why) = check(*rule, value) {
+                    found.push(format!("field {name:?} {why}"));
+                }
+            }
+        }
+    }
+    // Without a known kind the member set is unknown: only its own
+    // problem is reported.
+    if kind_rules.is_some() {
+        for name in record.keys() {
+            if !rules.iter().any(|(n, _)| n == name) {
+                found.push(format!(
+                    "unknown member {}",
+                    portcullis_wire::strict_json::display_name(name)
+                ));
+            }
+        }
+    }
+    found
 }
 
 impl Tally {
@@ -343,69 +598,39 @@ impl Tally {
         let Value::Object(record) = value else {
             return Err("not a JSON object".into());
         };
-        let string = |key: &str| -> Result<&str, String> {
-            record
-                .get(key)
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("missing or non-string {key:?}"))
-        };
-        let unsigned = |key: &str| -> Result<u64, String> {
-            record
-                .get(key)
-                .and_then(Value::as_u64)
-                .ok_or_else(|| format!("missing or non-integer {key:?}"))
-        };
-        let kind = string("kind")?;
-        let time = string("time")?;
-        let session = string("session")?;
-        match kind {
-            "rejection" => {
-                unsigned("line")?;
-                string("stage")?;
-                record
-                    .get("code")
-                    .and_then(Value::as_i64)
-                    .ok_or("missing or non-integer \"code\"")?;
-                let fingerprint = string("fingerprint")?;
-                if fingerprint.len() != 64 || !fingerprint.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err("fingerprint is not 64 hex digits".into());
-                }
-                self.rejections += 1;
-            }
+        let found = problems(&record);
+        if !found.is_empty() {
+            return Err(found.join("; "));
+        }
+        // Every member is present and well-typed past this point.
+        let string = |key: &str| record.get(key).and_then(Value::as_str).unwrap_or_default();
+        let ticket = record
+            .get("ticket")
+            .and_then(Value::as_u64)
+            .unwrap_or_default();
+        let session = string("session");
+        match string("kind") {
+            "rejection" => self.rejections += 1,
             "intent" => {
-                let ticket = unsigned("ticket")?;
-                let tool = string("tool")?;
-                if !matches!(string("target_kind")?, "http" | "ssh") {
-                    return Err("target_kind is neither \"http\" nor \"ssh\"".into());
-                }
                 let key = (session.to_owned(), ticket);
                 if self.open.contains_key(&key) {
                     return Err(format!(
                         "ticket {ticket} has a second intent in session {session}"
                     ));
                 }
-                self.open
-                    .insert(key, (number, tool.to_owned(), time.to_owned()));
+                self.open.insert(
+                    key,
+                    (number, string("tool").to_owned(), string("time").to_owned()),
+                );
                 self.intents += 1;
             }
-            "outcome" => {
-                let ticket = unsigned("ticket")?;
-                record
-                    .get("is_error")
-                    .and_then(Value::as_bool)
-                    .ok_or("missing or non-boolean \"is_error\"")?;
+            _ => {
                 if self.open.remove(&(session.to_owned(), ticket)).is_none() {
                     return Err(format!(
                         "outcome for ticket {ticket} in session {session} has no open intent before it"
                     ));
                 }
                 self.outcomes += 1;
-            }
-            other => {
-                return Err(format!(
-                    "unknown kind {:?}",
-                    portcullis_wire::strict_json::display_name(other)
-                ));
             }
         }
         self.records += 1;
@@ -429,30 +654,307 @@ mod tests {
         assert_eq!(at(4_107_542_400, 0), "2100-03-01T00:00:00.000Z");
     }
 
+    const FP: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn rejection(session: &str) -> Value {
+        serde_json::json!({"kind":"rejection","time":"2026-11-30T01:26:00.123Z","session":session,
+            "line":1,"stage":"utf8","code":-32700,"fingerprint":FP})
+    }
+
+    fn intent(session: &str, ticket: u64) -> Value {
+        serde_json::json!({"kind":"intent","time":"2026-11-30T01:26:00.123Z","session":session,
+            "ticket":ticket,"line":3,"tool":"service_status","target_kind":"http",
+            "host":"127.0.0.1","port":8080,"target_fingerprint":FP,"timeout_ms":30000})
+    }
+
+    fn outcome(session: &str, ticket: u64) -> Value {
+        serde_json::json!({"kind":"outcome","time":"2026-11-30T01:26:01.000Z","session":session,
+            "ticket":ticket,"is_error":false,"executed":true,"cancelled":false,"late":false,
+            "elapsed_ms":12})
+    }
+
+    fn line(v: &Value) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap()
+    }
+
     #[test]
     fn tally_pairs_intents_with_outcomes_per_session() {
         let mut t = Tally::default();
-        let fp = "0".repeat(64);
         let lines = [
-            format!(r#"{{"kind":"rejection","time":"t","session":"a","line":1,"stage":"utf8","code":-32700,"fingerprint":"{fp}"}}"#),
-            r#"{"kind":"intent","time":"t","session":"a","ticket":0,"tool":"x","target_kind":"http"}"#.to_owned(),
-            r#"{"kind":"intent","time":"t","session":"b","ticket":0,"tool":"x","target_kind":"ssh"}"#.to_owned(),
-            r#"{"kind":"outcome","time":"t","session":"a","ticket":0,"is_error":false}"#.to_owned(),
+            rejection("1-a"),
+            intent("1-a", 0),
+            intent("2-b", 0),
+            outcome("1-a", 0),
         ];
-        for (i, line) in lines.iter().enumerate() {
-            t.record(i + 1, line.as_bytes()).unwrap();
+        for (i, l) in lines.iter().enumerate() {
+            t.record(i + 1, &line(l)).unwrap();
         }
         assert_eq!(
             (t.rejections, t.intents, t.outcomes, t.open.len()),
             (1, 2, 1, 1)
         );
-        let orphan = r#"{"kind":"outcome","time":"t","session":"a","ticket":0,"is_error":false}"#;
-        assert!(t.record(5, orphan.as_bytes()).is_err());
-        let dup = r#"{"kind":"intent","time":"t","session":"b","ticket":0,"ticket":0,"tool":"x","target_kind":"ssh"}"#;
-        assert!(t.record(6, dup.as_bytes()).is_err());
-        assert!(
-            t.record(7, br#"{"kind":"party","time":"t","session":"a"}"#)
-                .is_err()
+        let orphan = t.record(5, &line(&outcome("1-a", 0))).unwrap_err();
+        assert!(orphan.contains("no open intent"), "{orphan}");
+        let second = t.record(6, &line(&intent("2-b", 0))).unwrap_err();
+        assert!(second.contains("second intent"), "{second}");
+        let dup = br#"{"kind":"outcome","kind":"outcome"}"#;
+        assert!(t.record(7, dup).unwrap_err().contains("strict JSON"));
+    }
+
+    #[test]
+    fn what_the_journal_writes_verifies() {
+        // Times from the writer itself, at instants with every width.
+        for secs in [0, 951_782_400, 1_700_000_000, 4_107_542_399] {
+            let mut v = intent("4242-18f3a", 7);
+            v["time"] = rfc3339(UNIX_EPOCH + Duration::from_secs(secs)).into();
+            v["line"] = Value::Null;
+            assert_eq!(problems(v.as_object().unwrap()), Vec::<String>::new());
+        }
+        for stage in Stage::ALL {
+            let mut v = rejection("1-a");
+            v["stage"] = stage.as_str().into();
+            assert_eq!(problems(v.as_object().unwrap()), Vec::<String>::new());
+        }
+        let mut v = outcome("1-a", 0);
+        v["time"] = "2026-11-30T01:26:00+00:00".into();
+        assert_eq!(problems(v.as_object().unwrap()), Vec::<String>::new());
+    }
+
+    /// `base` with `key` set to `value` (or removed, for `None`): exactly
+    /// one problem, naming `key`, and saying `what`.
+    fn one_problem(base: Value, key: &str, value: Option<Value>, what: &str) {
+        let mut v = base;
+        let map = v.as_object_mut().unwrap();
+        match value {
+            Some(value) => {
+                map.insert(key.to_owned(), value);
+            }
+            None => {
+                map.remove(key);
+            }
+        }
+        let found = problems(map);
+        assert_eq!(found.len(), 1, "{key}: {found:?}");
+        assert!(found[0].contains(key), "{key}: {found:?}");
+        assert!(found[0].contains(what), "{key}: {found:?}");
+        let mut t = Tally::default();
+        assert!(t.record(1, &line(&v)).is_err());
+    }
+
+    #[test]
+    fn each_forged_member_is_refused_on_its_own() {
+        use serde_json::json;
+        let cases: &[(Value, &str, Option<Value>, &str)] = &[
+            // The forgeries of the issue.
+            (intent("1-a", 0), "time", Some(json!("garbage")), "RFC 3339"),
+            (
+                rejection("1-a"),
+                "stage",
+                Some(json!("nonsense")),
+                "stage name",
+            ),
+            (intent("1-a", 0), "host", None, "missing"),
+            (intent("1-a", 0), "target_fingerprint", None, "missing"),
+            (intent("1-a", 0), "timeout_ms", None, "missing"),
+            (
+                outcome("1-a", 0),
+                "elevated",
+                Some(json!(true)),
+                "unknown member",
+            ),
+            (
+                rejection("1-a"),
+                "raw",
+                Some(json!("frame bytes")),
+                "unknown member",
+            ),
+            // Times: not RFC 3339, or not UTC.
+            (
+                intent("1-a", 0),
+                "time",
+                Some(json!("2026-11-30 01:26:00")),
+                "RFC 3339",
+            ),
+            (
+                intent("1-a", 0),
+                "time",
+                Some(json!("2026-13-30T01:26:00Z")),
+                "RFC 3339",
+            ),
+            (
+                intent("1-a", 0),
+                "time",
+                Some(json!("2026-11-30T01:26:00")),
+                "RFC 3339",
+            ),
+            (
+                intent("1-a", 0),
+                "time",
+                Some(json!(1_764_465_960)),
+                "not a string",
+            ),
+            (
+                intent("1-a", 0),
+                "time",
+                Some(json!("2026-11-30T01:26:00+02:00")),
+                "UTC",
+            ),
+            // Fingerprints.
+            (
+                rejection("1-a"),
+                "fingerprint",
+                Some(json!("abc")),
+                "64 lowercase hex",
+            ),
+            (
+                rejection("1-a"),
+                "fingerprint",
+                Some(json!(FP.to_uppercase())),
+                "64 lowercase hex",
+            ),
+            (
+                rejection("1-a"),
+                "fingerprint",
+                Some(json!(format!("{}g", &FP[1..]))),
+                "64 lowercase hex",
+            ),
+            (
+                intent("1-a", 0),
+                "target_fingerprint",
+                Some(json!(format!("{FP}0"))),
+                "64 lowercase hex",
+            ),
+            // Integers: type and range.
+            (rejection("1-a"), "line", Some(json!(0)), "out of range"),
+            (rejection("1-a"), "line", Some(json!("3")), "not an integer"),
+            (rejection("1-a"), "line", Some(json!(1.5)), "not an integer"),
+            (
+                rejection("1-a"),
+                "line",
+                Some(Value::Null),
+                "not an integer",
+            ),
+            (rejection("1-a"), "code", Some(json!(200)), "out of range"),
+            (
+                rejection("1-a"),
+                "code",
+                Some(json!(-31999)),
+                "out of range",
+            ),
+            (intent("1-a", 0), "port", Some(json!(0)), "out of range"),
+            (intent("1-a", 0), "port", Some(json!(65536)), "out of range"),
+            (intent("1-a", 0), "ticket", Some(json!(-1)), "out of range"),
+            (intent("1-a", 0), "line", Some(json!(0)), "out of range"),
+            (intent("1-a", 0), "line", Some(json!(true)), "nor null"),
+            (
+                intent("1-a", 0),
+                "timeout_ms",
+                Some(json!(0)),
+                "out of range",
+            ),
+            (
+                intent("1-a", 0),
+                "timeout_ms",
+                Some(json!(600_001)),
+                "out of range",
+            ),
+            (
+                outcome("1-a", 0),
+                "elapsed_ms",
+                Some(json!(-5)),
+                "out of range",
+            ),
+            (
+                outcome("1-a", 0),
+                "ticket",
+                Some(json!("0")),
+                "not an integer",
+            ),
+            // Booleans.
+            (
+                outcome("1-a", 0),
+                "is_error",
+                Some(json!("false")),
+                "not a boolean",
+            ),
+            (outcome("1-a", 0), "late", Some(json!(0)), "not a boolean"),
+            (outcome("1-a", 0), "executed", None, "missing"),
+            (outcome("1-a", 0), "cancelled", None, "missing"),
+            // Strings with a shape.
+            (
+                intent("1-a", 0),
+                "target_kind",
+                Some(json!("ftp")),
+                "neither",
+            ),
+            (intent("1-a", 0), "tool", Some(json!("")), "tool name"),
+            (
+                intent("1-a", 0),
+                "tool",
+                Some(json!("rm -rf /")),
+                "tool name",
+            ),
+            (intent("1-a", 0), "host", Some(json!("")), "host"),
+            (intent("1-a", 0), "host", Some(json!("a b")), "host"),
+            (intent("1-a", 0), "session", Some(json!("")), "session id"),
+            (
+                intent("1-a", 0),
+                "session",
+                Some(json!("forged")),
+                "session id",
+            ),
+            (intent("1-a", 0), "session", Some(json!(12)), "not a string"),
+            (intent("1-a", 0), "session", None, "missing"),
+            (outcome("1-a", 0), "time", None, "missing"),
+            // Members of another kind are unknown here.
+            (
+                outcome("1-a", 0),
+                "tool",
+                Some(json!("x")),
+                "unknown member",
+            ),
+            (rejection("1-a"), "ticket", Some(json!(0)), "unknown member"),
+        ];
+        for (base, key, value, what) in cases {
+            one_problem(base.clone(), key, value.clone(), what);
+        }
+    }
+
+    #[test]
+    fn an_unknown_or_missing_kind_is_the_only_problem_reported() {
+        let mut v = outcome("1-a", 0);
+        v["kind"] = "party".into();
+        assert_eq!(
+            problems(v.as_object().unwrap()),
+            ["field \"kind\" is not a known record kind"]
         );
+        v.as_object_mut().unwrap().remove("kind");
+        assert_eq!(problems(v.as_object().unwrap()), ["missing field \"kind\""]);
+        // A member name that is not name-like is withheld, not echoed.
+        let mut v = outcome("1-a", 0);
+        v["\u{1b}[31mred"] = 1.into();
+        assert_eq!(
+            problems(v.as_object().unwrap()),
+            ["unknown member (name withheld)"]
+        );
+    }
+
+    #[test]
+    fn every_problem_of_a_line_is_named() {
+        let forged = serde_json::json!({"kind":"intent","time":"garbage","session":"1-a",
+            "ticket":0,"tool":"x","target_kind":"http","extra":1});
+        let found = problems(forged.as_object().unwrap());
+        for expected in [
+            "field \"time\" is not an RFC 3339 time",
+            "missing field \"line\"",
+            "missing field \"host\"",
+            "missing field \"port\"",
+            "missing field \"target_fingerprint\"",
+            "missing field \"timeout_ms\"",
+            "unknown member \"extra\"",
+        ] {
+            assert!(found.iter().any(|f| f == expected), "{expected}: {found:?}");
+        }
+        assert_eq!(found.len(), 7, "{found:?}");
     }
 }

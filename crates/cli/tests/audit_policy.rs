@@ -367,3 +367,135 @@ fn help_and_version_go_to_stdout() {
     assert!(run.stdout.is_empty());
     assert!(run.stderr_text().contains("no-such-command"));
 }
+
+#[test]
+fn audit_verify_refuses_each_forged_member_of_a_real_journal() {
+    let server = FakeHttp::start();
+    let fx = Fixture::new(&http_policy(server.port()));
+    let audit = fx.file("audit.jsonl");
+    let run = fx.mcp(&audit).run(&session(&[&call(
+        2,
+        "service_status",
+        json!({"service": "api"}),
+    )]));
+    run.assert_code(0);
+    let run = fx.mcp(&audit).run(b"debug: hello\n");
+    run.assert_code(3);
+    let genuine = records(&audit);
+    assert_eq!(kinds(&genuine), ["intent", "outcome", "rejection"]);
+    let verify = fx.run(&["audit", "verify", audit.to_str().expect("utf-8")]);
+    verify.assert_code(0);
+    assert!(verify.stderr_text().is_empty(), "{}", verify.context());
+
+    // (record index, member, forged value or None to drop it, what stderr says)
+    let forgeries: Vec<(usize, &str, Option<Value>, &str)> = vec![
+        (
+            0,
+            "time",
+            Some(json!("garbage")),
+            "field \"time\" is not an RFC 3339 time",
+        ),
+        (
+            0,
+            "time",
+            Some(json!("2026-11-30T01:26:00.123+01:00")),
+            "field \"time\" is an RFC 3339 time but not in UTC",
+        ),
+        (
+            2,
+            "stage",
+            Some(json!("nonsense")),
+            "field \"stage\" is not a stage name",
+        ),
+        (0, "host", None, "missing field \"host\""),
+        (
+            0,
+            "target_fingerprint",
+            None,
+            "missing field \"target_fingerprint\"",
+        ),
+        (
+            0,
+            "target_fingerprint",
+            Some(json!("00")),
+            "field \"target_fingerprint\" is not 64 lowercase hex digits",
+        ),
+        (
+            2,
+            "fingerprint",
+            Some(json!("z".repeat(64))),
+            "field \"fingerprint\" is not 64 lowercase hex digits",
+        ),
+        (
+            0,
+            "port",
+            Some(json!(70000)),
+            "field \"port\" is out of range",
+        ),
+        (
+            0,
+            "timeout_ms",
+            Some(json!("30000")),
+            "field \"timeout_ms\" is not an integer",
+        ),
+        (
+            0,
+            "target_kind",
+            Some(json!("smtp")),
+            "field \"target_kind\" is neither",
+        ),
+        (0, "forged", Some(json!(true)), "unknown member \"forged\""),
+        (
+            1,
+            "is_error",
+            Some(json!("no")),
+            "field \"is_error\" is not a boolean",
+        ),
+        (
+            1,
+            "elapsed_ms",
+            Some(json!(-1)),
+            "field \"elapsed_ms\" is out of range",
+        ),
+        (1, "late", None, "missing field \"late\""),
+        (2, "code", Some(json!(0)), "field \"code\" is out of range"),
+        (2, "line", Some(json!(0)), "field \"line\" is out of range"),
+        (
+            2,
+            "session",
+            Some(json!("someone else")),
+            "field \"session\" is not a session id",
+        ),
+    ];
+    for (index, member, value, says) in forgeries {
+        let mut forged = genuine.clone();
+        let record = forged[index].as_object_mut().expect("an object");
+        match &value {
+            Some(v) => {
+                record.insert(member.to_owned(), v.clone());
+            }
+            None => {
+                record.remove(member);
+            }
+        }
+        let text: String = forged.iter().map(|r| format!("{r}\n")).collect();
+        let path = fx.file("forged.jsonl");
+        std::fs::write(&path, text).expect("write");
+        let verify = fx.run(&["audit", "verify", path.to_str().expect("utf-8")]);
+        verify.assert_code(1);
+        let stderr = verify.stderr_text();
+        let expected = format!("line {}: {says}", index + 1);
+        assert!(
+            stderr.contains(&expected),
+            "{member} = {value:?}: expected {expected:?} on stderr:\n{stderr}"
+        );
+        // The genuine lines pass; an outcome whose intent was refused is
+        // an orphan, and reported as such.
+        for other in stderr.lines().filter(|l| !l.contains(&expected)) {
+            assert!(
+                other.ends_with("has no open intent before it"),
+                "{member}: a genuine line is refused:\n{stderr}"
+            );
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! Replays `regressions/audit_verify/`: each `.bin` is a forged audit
+//! journal in which *every* line departs from what `portcullis mcp --audit`
+//! writes. `portcullis audit verify` must exit 1 and name, on stderr, each
+//! line and the member that is wrong.
+
+mod common;
+
+use common::{Fixture, Launch};
+use portcullis_testkit::regressions::{discover_in, workspace_root};
+
+#[test]
+fn forged_journals_are_refused_line_by_line() {
+    let cases = discover_in(&workspace_root().join("regressions"), "audit_verify");
+    assert!(
+        !cases.is_empty(),
+        "no regressions in regressions/audit_verify"
+    );
+    let fx = Fixture::new("");
+    for case in cases {
+        let name = case.path.display().to_string();
+        let journal = std::fs::read_to_string(&case.path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let lines = journal.lines().count();
+        assert!(lines > 0, "{name}: empty");
+        let run = Launch::new(fx.cwd.path(), &["audit", "verify"])
+            .arg(&case.path)
+            .run(b"");
+        run.assert_code(1);
+        let report = String::from_utf8_lossy(&run.stdout).into_owned();
+        assert!(
+            report.contains(&format!("malformed: {lines}\n")),
+            "{name}: not every line was refused:\n{report}"
+        );
+        let stderr = run.stderr_text();
+        for n in 1..=lines {
+            let prefix = format!("{name}: line {n}: ");
+            let said = stderr
+                .lines()
+                .find_map(|l| l.split_once(&prefix).map(|(_, why)| why))
+                .unwrap_or_else(|| panic!("{name}: line {n} is not named on stderr:\n{stderr}"));
+            assert!(
+                said.contains("field \"") || said.contains("unknown member"),
+                "{name}: line {n}: the problem names no member: {said}"
+            );
+        }
+    }
+}
