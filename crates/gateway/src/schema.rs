@@ -9,6 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use portcullis_wire::strict_json::display_name;
 use serde_json::{Map, Value};
 
 /// Tool arguments that passed the tool's input schema. Only
@@ -85,7 +86,10 @@ impl ToolSchema {
         &self.document
     }
 
-    /// Check arguments. Errors name the location and the failed keyword,
+    /// Check arguments. Each error (at most eight, one per failing keyword)
+    /// names the JSON pointer, the keyword and what the schema wants — the
+    /// missing or unexpected property names, the expected type, the allowed
+    /// values, the pattern, the bounds — so a model can correct its call;
     /// never the argument values (they may be secrets).
     pub fn check(
         &self,
@@ -97,14 +101,7 @@ impl ToolSchema {
             .validator
             .iter_errors(&arguments)
             .take(8)
-            .map(|err| {
-                let at = err.instance_path().to_string();
-                let at = if at.is_empty() { "/".to_owned() } else { at };
-                format!(
-                    "at {at}: fails `{}`",
-                    keyword_of(&err.schema_path().to_string())
-                )
-            })
+            .map(|err| describe(&err))
             .collect();
         if !errors.is_empty() {
             return Err(errors);
@@ -142,6 +139,98 @@ impl ToolSchema {
                 "input_schema.properties.{name} must have type \"string\" or \"integer\""
             )),
         }
+    }
+}
+
+/// One line a model can act on. Everything quoted comes from the policy's
+/// schema, except property names the caller sent, which are shown only
+/// when they look like identifiers.
+fn describe(err: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
+    let at = pointer(&err.instance_path().to_string());
+    let keyword = keyword_of(&err.schema_path().to_string()).to_owned();
+    let wants = match err.kind() {
+        K::Required { property } => match property.as_str() {
+            Some(name) => format!("missing required property \"{name}\""),
+            None => "a required property is missing".to_owned(),
+        },
+        K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
+            let names: Vec<_> = unexpected.iter().map(|n| display_name(n)).collect();
+            format!(
+                "unexpected properties {} (not in the schema)",
+                names.join(", ")
+            )
+        }
+        K::Type { kind } => {
+            let types: Vec<&str> = match kind {
+                TypeKind::Single(t) => vec![t.as_str()],
+                TypeKind::Multiple(set) => set.iter().map(|t| t.as_str()).collect(),
+            };
+            format!("expected type {}", types.join(" or "))
+        }
+        K::Enum { options } => format!("must be one of {}", policy_text(options)),
+        K::Constant { expected_value } => format!("must equal {}", policy_text(expected_value)),
+        K::Pattern { pattern } => format!("must match the pattern {pattern:?}"),
+        K::MinLength { limit } => format!("must be at least {limit} characters long"),
+        K::MaxLength { limit } => format!("must be at most {limit} characters long"),
+        K::Minimum { limit } => format!("must be >= {limit}"),
+        K::Maximum { limit } => format!("must be <= {limit}"),
+        K::ExclusiveMinimum { limit } => format!("must be > {limit}"),
+        K::ExclusiveMaximum { limit } => format!("must be < {limit}"),
+        K::MultipleOf { multiple_of } => format!("must be a multiple of {multiple_of}"),
+        K::MinItems { limit } => format!("must have at least {limit} items"),
+        K::MaxItems { limit } => format!("must have at most {limit} items"),
+        K::MinProperties { limit } => format!("must have at least {limit} properties"),
+        K::MaxProperties { limit } => format!("must have at most {limit} properties"),
+        K::Format { format } => format!("must be a valid {format}"),
+        K::UniqueItems => "items must be unique".to_owned(),
+        K::FalseSchema => "no value is allowed here".to_owned(),
+        K::AnyOf { .. } => "must match at least one of the anyOf schemas".to_owned(),
+        K::OneOfNotValid { .. } => {
+            "must match exactly one of the oneOf schemas (matches none)".to_owned()
+        }
+        K::OneOfMultipleValid { .. } => {
+            "must match exactly one of the oneOf schemas (matches several)".to_owned()
+        }
+        K::Not { .. } => "must not match the `not` schema".to_owned(),
+        _ => "does not match the schema".to_owned(),
+    };
+    format!("at {at}: {wants} (`{keyword}`)")
+}
+
+/// A JSON pointer whose segments are shown when they are array indexes or
+/// identifier-like names (names from the schema are); other segments may
+/// be data and are withheld.
+fn pointer(instance_path: &str) -> String {
+    if instance_path.is_empty() {
+        return "/".to_owned();
+    }
+    instance_path
+        .split('/')
+        .skip(1)
+        .map(|segment| {
+            let plain = !segment.is_empty()
+                && segment.len() <= 64
+                && segment
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_$.-:@~".contains(&b));
+            if plain { segment } else { "(withheld)" }
+        })
+        .fold(String::new(), |mut out, segment| {
+            out.push('/');
+            out.push_str(segment);
+            out
+        })
+}
+
+/// A value written in the policy, shortened for an error line.
+fn policy_text(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 200 {
+        text
+    } else {
+        let cut: String = text.chars().take(200).collect();
+        format!("{cut}…")
     }
 }
 
