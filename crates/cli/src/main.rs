@@ -5,8 +5,9 @@
 //! across subcommands: 0 for success, 1 when the subject of the command was
 //! found wanting (a rejected line, a failed check, a malformed journal), 2
 //! for usage and I/O errors. clap reports usage errors itself, on stderr,
-//! with status 2. `portcullis mcp` adds 3 (session closed on invalid input)
-//! and 4 (stdout write failure); see [`mcp`].
+//! with status 2. `portcullis mcp` adds 3 (session closed on invalid input),
+//! 4 (stdout write failure), and 130 / 143 (ended by SIGINT / SIGTERM:
+//! 128 + the signal number); see [`mcp`] and [`shutdown`].
 //!
 //! stdout ownership: the very first thing `main` does, for every
 //! subcommand, is move stdout to a private descriptor and point fd 1 at
@@ -24,6 +25,7 @@ mod inspect;
 mod mcp;
 mod policy_cmd;
 mod replay;
+mod shutdown;
 mod stdio;
 
 /// A strict stdio boundary in front of an MCP server.
@@ -39,7 +41,8 @@ enum Command {
     /// Serve one MCP session on stdin/stdout, running authorized actions
     /// with the real HTTP and SSH executors. Exit status: 0 at end of
     /// input, 2 on a startup error, 3 when the session closed on invalid
-    /// input, 4 when stdout could not be written.
+    /// input, 4 when stdout could not be written, 130 on SIGINT, 143 on
+    /// SIGTERM.
     Mcp(mcp::McpArgs),
     /// Validate a policy file, or show the tools it exposes.
     Policy(policy_cmd::PolicyArgs),

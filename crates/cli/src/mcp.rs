@@ -28,7 +28,10 @@
 //! `interrupted` and stay open in the audit journal). `Effect::Close` →
 //! exit 3 and a stdout write failure → exit 4, each after waiting (without
 //! writing) at most the grace period for running actions, so the audit
-//! journal records their outcomes.
+//! journal records their outcomes. SIGINT and SIGTERM end the session at
+//! once (exit 128 + the signal number). On every way out, `ssh` clients
+//! still running are killed and their identity material removed (see
+//! [`crate::shutdown`]).
 
 use std::collections::HashMap;
 use std::io::{self, IsTerminal as _, Read};
@@ -141,13 +144,20 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    let real = RealExecutor::new();
+    let lifetime = crate::shutdown::Lifetime::start(real.ssh().clone());
+    let _cleanup = lifetime.exit_guard();
     let executor: Arc<dyn Executor> = if args.stray_print_test {
-        Arc::new(StrayPrintTest(RealExecutor::new()))
+        Arc::new(StrayPrintTest(real))
     } else {
-        Arc::new(RealExecutor::new())
+        Arc::new(real)
     };
 
     let (events_tx, events) = mpsc::channel::<Event>();
+    let signalled = events_tx.clone();
+    lifetime.watch_signals(move |code| {
+        let _ = signalled.send(Event::Signal(code));
+    })?;
     let workers = usize::from(args.workers);
     let (jobs_tx, jobs_rx) = mpsc::sync_channel::<Job>(workers * QUEUE_PER_WORKER);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
@@ -235,6 +245,8 @@ enum Event {
     Eof,
     ReadError(io::Error),
     Done(Done),
+    /// SIGINT or SIGTERM: end now with this exit status.
+    Signal(u8),
 }
 
 #[derive(Debug)]
@@ -538,6 +550,14 @@ impl Driver {
                 self.end_of_input();
             }
             Event::Done(done) => self.done(done),
+            Event::Signal(code) => {
+                // No grace period: the clients still running are killed on
+                // the way out (crate::shutdown).
+                self.state = State::Stopping {
+                    code,
+                    until: Instant::now(),
+                };
+            }
         }
     }
 

@@ -2,14 +2,24 @@
 //! loopback (`portcullis_exec::testing::LocalSshd`). A valid call runs
 //! exactly one remote command; hostile inputs run none. Skipped, with a
 //! message on stderr, where `/usr/sbin/sshd` is not installed.
+//!
+//! And, with a fake `ssh` that never ends (`ssh_lifetime`), nothing outlives
+//! the gateway: on every way the session ends — end of input, close on an
+//! invalid frame, a stdout failure, SIGTERM, SIGINT — the gateway exits
+//! within a bound with its documented status, the client and its process
+//! group are gone, and no identity material is left under `TMPDIR`.
 
 mod common;
+mod ssh_lifetime;
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use common::{Launch, call, hostile_cases, session};
 use portcullis_exec::testing::LocalSshd;
+use rustix::process::Signal;
 use serde_json::json;
+use ssh_lifetime::{KeySource, Scenario};
 
 fn sshd() -> Option<LocalSshd> {
     if !LocalSshd::installed() {
@@ -91,4 +101,162 @@ fn a_valid_call_runs_exactly_one_remote_command_and_hostile_inputs_none() {
     // Exactly once, with the argument as one literal word.
     assert_eq!(written, format!("{hostile_note}\n"));
     assert!(!pwned.exists(), "the argument was interpreted by a shell");
+}
+
+// ---------------------------------------------------------------------------
+// Nothing outlives the gateway
+
+/// `--grace-ms` for these runs: short, the client never ends by itself.
+const GRACE_MS: u64 = 300;
+
+/// How long after its trigger the gateway may take to exit: the grace
+/// period, then killing and reaping the client.
+const EXIT_BOUND: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    EndOfInput,
+    InvalidFrame,
+    StdoutFailure,
+    Signal(Signal),
+}
+
+/// Start a call to the SSH tool, wait until the fake client runs, end the
+/// session by `ending`, and check what is left. Returns the exit status
+/// and how long the gateway took to exit after the trigger.
+fn end_while_ssh_runs(source: KeySource, ending: Ending) -> (Option<i32>, Duration) {
+    let scenario = Scenario::new(source);
+    let mut gateway = scenario.spawn(GRACE_MS);
+    let stdout = gateway.child.stdout.take().expect("stdout");
+    let (kept_stdout, drained) = match ending {
+        Ending::StdoutFailure => (Some(stdout), None),
+        _ => (None, Some(common::drain(stdout))),
+    };
+    gateway.write(&ssh_lifetime::session_with_ssh_call());
+    let started = scenario.wait_for_client(Duration::from_secs(10));
+    if started.is_none() {
+        gateway.close_stdin();
+        let _ = gateway.wait(EXIT_BOUND);
+        let stderr = gateway.stderr();
+        panic!(
+            "the fake ssh never started ({})\nstderr:\n{stderr}",
+            gateway.launch
+        );
+    }
+
+    let trigger = Instant::now();
+    match ending {
+        Ending::EndOfInput => gateway.close_stdin(),
+        Ending::InvalidFrame => gateway.write(&ssh_lifetime::invalid_frame()),
+        Ending::StdoutFailure => {
+            drop(kept_stdout);
+            gateway.write(&ssh_lifetime::ping(3));
+        }
+        Ending::Signal(signal) => gateway.signal(signal),
+    }
+    let status = gateway.wait(EXIT_BOUND);
+    let took = trigger.elapsed();
+    let survivors = scenario.survivors();
+    ssh_lifetime::kill_leftovers(&scenario);
+    drop(gateway.stdin.take());
+    let stderr = if status.is_some() {
+        gateway.stderr()
+    } else {
+        String::new()
+    };
+    let status = status.unwrap_or_else(|| {
+        panic!(
+            "{ending:?} ({source:?}): the gateway did not exit within {EXIT_BOUND:?} ({})",
+            gateway.launch
+        )
+    });
+    if let Some(drained) = drained {
+        let _ = drained.join();
+    }
+    assert!(
+        survivors.none(),
+        "{ending:?} ({source:?}): survived the gateway: {survivors:?} (exit {status:?} after {took:?})\nstderr:\n{stderr}"
+    );
+    eprintln!(
+        "{ending:?} ({source:?}): exit {:?} after {took:?}",
+        status.code()
+    );
+    (status.code(), took)
+}
+
+#[test]
+fn end_of_input_kills_the_ssh_client_and_leaves_no_key_material() {
+    let (code, took) = end_while_ssh_runs(KeySource::Env, Ending::EndOfInput);
+    assert_eq!(code, Some(0));
+    assert!(took >= Duration::from_millis(GRACE_MS), "{took:?}");
+}
+
+#[test]
+fn end_of_input_kills_the_ssh_client_of_a_key_file_credential() {
+    let (code, _) = end_while_ssh_runs(KeySource::File, Ending::EndOfInput);
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn close_on_an_invalid_frame_kills_the_ssh_client_and_leaves_no_key_material() {
+    let (code, _) = end_while_ssh_runs(KeySource::Env, Ending::InvalidFrame);
+    assert_eq!(code, Some(3));
+}
+
+#[test]
+fn a_stdout_failure_kills_the_ssh_client_and_leaves_no_key_material() {
+    let (code, _) = end_while_ssh_runs(KeySource::Env, Ending::StdoutFailure);
+    assert_eq!(code, Some(4));
+}
+
+#[test]
+fn sigterm_kills_the_ssh_client_and_exits_143_without_waiting_for_the_grace_period() {
+    let (code, took) = end_while_ssh_runs(KeySource::Env, Ending::Signal(Signal::TERM));
+    assert_eq!(code, Some(143));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn sigint_kills_the_ssh_client_and_exits_130() {
+    let (code, took) = end_while_ssh_runs(KeySource::Env, Ending::Signal(Signal::INT));
+    assert_eq!(code, Some(130));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+/// A pid that is certainly not running: a child already reaped.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().expect("true");
+    let pid = child.id();
+    child.wait().expect("wait");
+    pid
+}
+
+#[test]
+fn startup_sweeps_identity_material_left_by_a_dead_run_and_keeps_a_live_one() {
+    let scenario = Scenario::new(KeySource::Env);
+    let plant = |pid: u32, tag: &str| {
+        let dir = scenario
+            .tmp
+            .path()
+            .join(format!("portcullis-ssh-{pid}-{tag}"));
+        std::fs::create_dir_all(dir.join("call-abc/home")).expect("plant");
+        std::fs::write(dir.join("call-abc/identity"), &scenario.key).expect("plant key");
+        dir
+    };
+    let stale = plant(dead_pid(), "crash1");
+    // A run that is still going (it holds the lock), whatever its pid says.
+    let live = plant(dead_pid(), "alive1");
+    let lock = std::fs::File::open(&live).expect("open");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).expect("lock");
+
+    let mut gateway = scenario.spawn(GRACE_MS);
+    gateway.close_stdin();
+    let status = gateway.wait(EXIT_BOUND).expect("the gateway exits");
+    assert_eq!(status.code(), Some(0), "{}", gateway.stderr());
+    assert!(!stale.exists(), "stale identity material was left in place");
+    assert!(
+        live.join("call-abc/identity").exists(),
+        "a live run's directory was swept"
+    );
+    drop(lock);
 }

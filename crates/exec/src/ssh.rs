@@ -19,10 +19,28 @@
 //!   side (sh, bash, dash, zsh, ksh); csh-family or fish shells are not
 //!   supported.
 //! - **Identity.** A credential read from a file is passed by that path.
-//!   One held in memory (from the environment) is written to a 0600 file in
-//!   a private 0700 temporary directory that exists only for the call. A
-//!   tool without a credential offers no key at all
-//!   (`PubkeyAuthentication=no`), never the user's default keys.
+//!   One held in memory (from the environment) never touches a disk: it is
+//!   written to an anonymous memory file (`memfd_create`, mode 0600, sealed
+//!   against writes) that the gateway holds open for the call, and `ssh`
+//!   is given `/proc/<gateway pid>/fd/<n>` (`ssh` closes every inherited
+//!   descriptor above stderr at startup, so `/dev/fd/<n>` would not do;
+//!   OpenSSH checks the mode, so 0600 matters). The memory file vanishes
+//!   with the gateway however it ends. Where that path does not work (no
+//!   memfd, `/proc` missing or hidden), the key goes to a 0600 file in the
+//!   call's private directory (below), removed after the call. A tool
+//!   without a credential offers no key at all (`PubkeyAuthentication=no`),
+//!   never the user's default keys.
+//! - **Lifetime.** Each executor keeps one private 0700 directory per
+//!   process, `$TMPDIR/portcullis-ssh-<pid>-<random>`, flock-ed while it
+//!   lives, holding one subdirectory per call (the child's `HOME`, and the
+//!   fallback identity file). Each `ssh` runs in a process group of its
+//!   own, registered with the executor until it is reaped; the whole group
+//!   is killed at the deadline. [`SshExecutor::shutdown`] refuses new calls,
+//!   kills every running group and removes the directory; the binary calls
+//!   it on every exit path. [`sweep_stale`] removes directories left by a
+//!   run that could not clean up (killed, crashed): those whose lock is
+//!   free and whose owner pid is gone (or which are over a minute old, for
+//!   a reused pid).
 //! - **Environment.** Cleared, except `PATH`; `HOME` points at a private
 //!   empty directory. (OpenSSH takes the home directory from the password
 //!   database, not `HOME`; every file it would read from there is
@@ -41,18 +59,25 @@
 //!   failures (connection, host key, authentication); a remote command
 //!   that itself exits 255 is indistinguishable from that.
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fmt;
-use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::ExitStatusExt;
+use std::fs::File;
+use std::io::{self, Write as _};
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::{CommandExt as _, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, mpsc};
+use std::time::{Duration, Instant, SystemTime};
 
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Outcome, SshCommand};
 use thiserror::Error;
+
+use rustix::fs::{FlockOperation, MemfdFlags, Mode, SealFlags};
+use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use tempfile::TempDir;
 
 use crate::fmt_duration;
 use crate::output::{Capped, Overflow, read_capped, text_of};
@@ -64,6 +89,19 @@ pub const NO_KNOWN_HOSTS: &str = "/dev/null";
 
 /// `PATH` for the child when the gateway's own is unset.
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Name prefix of the per-process private directory under the temporary
+/// directory: `portcullis-ssh-<pid>-<random>`.
+pub const SCRATCH_PREFIX: &str = "portcullis-ssh-";
+
+/// A private directory whose lock is free but whose pid is alive is stale
+/// only past this age (the pid was reused); younger ones may be a gateway
+/// between creating its directory and locking it.
+const STALE_AGE: Duration = Duration::from_secs(60);
+
+/// How long a killed client may take to be reaped before it is left to
+/// the operating system.
+const REAP_LIMIT: Duration = Duration::from_secs(5);
 
 /// Why an SSH call could not run to completion.
 #[derive(Debug, Error)]
@@ -82,12 +120,21 @@ pub(crate) enum SshError {
     /// A reader thread could not be started.
     #[error("cannot start an output reader: {0}")]
     Thread(io::Error),
+    /// [`SshExecutor::shutdown`] was called.
+    #[error("not started: the gateway is shutting down")]
+    ShuttingDown,
 }
 
 /// Runs authorized commands with the system OpenSSH client.
+///
+/// Clones share one registry of running clients and one private directory,
+/// so a clone kept by the caller can [`shutdown`](Self::shutdown) the
+/// calls made through another.
 #[derive(Clone)]
 pub struct SshExecutor {
     program: PathBuf,
+    children: Arc<Children>,
+    file_identity: bool,
 }
 
 impl fmt::Debug for SshExecutor {
@@ -114,6 +161,63 @@ impl SshExecutor {
     pub fn with_program(program: impl Into<PathBuf>) -> Self {
         Self {
             program: program.into(),
+            children: Arc::default(),
+            file_identity: false,
+        }
+    }
+
+    /// Test hook: always use the fallback identity file, never a memory
+    /// file.
+    #[doc(hidden)]
+    pub fn with_file_identity(mut self) -> Self {
+        self.file_identity = true;
+        self
+    }
+
+    /// Clients running now (spawned and not yet reaped).
+    pub fn running(&self) -> usize {
+        self.children.lock().groups.len()
+    }
+
+    /// The private per-process directory, when one exists.
+    pub fn scratch_dir(&self) -> Option<PathBuf> {
+        self.children
+            .lock()
+            .dir
+            .as_ref()
+            .map(|d| d.dir.path().to_owned())
+    }
+
+    /// End everything this executor (and its clones) started: refuse new
+    /// calls, kill the process group of every running client, and remove
+    /// the private directory with any identity file in it. Calls in
+    /// progress return `ssh was killed by signal 9`. Returns the number of
+    /// process groups killed.
+    pub fn shutdown(&self) -> usize {
+        let (killed, dir) = {
+            let mut inner = self.children.lock();
+            inner.closed = true;
+            for &pid in &inner.groups {
+                kill_group(pid);
+            }
+            (inner.groups.len(), inner.dir.take())
+        };
+        drop(dir);
+        killed
+    }
+
+    /// Wait until every killed client has been reaped by its call, at most
+    /// `limit`; whether none is left.
+    pub fn wait_reaped(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.running() == 0 {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
@@ -124,7 +228,9 @@ impl SshExecutor {
 
     /// The full command for `cmd`: program, [`ssh_args`], cleared
     /// environment with `PATH` and `HOME = home`, stdin null, stdout and
-    /// stderr piped.
+    /// stderr piped, in a new process group (so the client and anything it
+    /// starts can be killed as one, and a terminal's Ctrl-C reaches only
+    /// the gateway, which then ends them itself).
     pub fn command(
         &self,
         cmd: &SshCommand,
@@ -143,7 +249,8 @@ impl SshExecutor {
             .env("HOME", home)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .process_group(0);
         command
     }
 
@@ -169,45 +276,325 @@ impl SshExecutor {
     }
 
     fn run_inner(&self, action: &AuthorizedAction, cmd: &SshCommand) -> Result<Outcome, SshError> {
-        // One private directory per call: HOME for the child, and the
-        // identity file when the key is held in memory. Removed on drop.
-        let scratch = tempfile::Builder::new()
-            .prefix("portcullis-ssh-")
-            .tempdir()
-            .map_err(SshError::Prepare)?;
-        std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o700))
-            .map_err(SshError::Prepare)?;
-        let home = scratch.path().join("home");
+        // One private directory per call, inside the per-process one: HOME
+        // for the child, and the fallback identity file. Removed on drop,
+        // after the client (declared later, dropped first) is reaped.
+        let call = self.children.call_dir().map_err(SshError::Prepare)?;
+        let home = call.path().join("home");
         std::fs::create_dir(&home).map_err(SshError::Prepare)?;
-        let identity: Option<PathBuf> = match action.credential() {
+        let identity = match action.credential() {
             None => None,
-            Some(secret) => match secret.path() {
-                Some(path) => Some(path.to_owned()),
-                None => {
-                    let path = scratch.path().join("identity");
-                    write_private(&path, secret.expose()).map_err(SshError::Prepare)?;
-                    Some(path)
-                }
-            },
+            Some(secret) => Some(match secret.path() {
+                Some(path) => Identity::Given(path.to_owned()),
+                None => Identity::private(secret.expose(), call.path(), self.file_identity)
+                    .map_err(SshError::Prepare)?,
+            }),
         };
         let timeout = action.timeout();
-        let mut child = self
-            .command(cmd, identity.as_deref(), &home, timeout)
-            .spawn()
-            .map_err(|source| SshError::Spawn {
-                program: self.program.display().to_string(),
-                source,
-            })?;
+        let mut command = self.command(cmd, identity.as_ref().map(Identity::path), &home, timeout);
+        let mut child = self.children.spawn(&mut command, &self.program)?;
         let cap = cmd.max_output_bytes();
-        let collected = collect(&mut child, cap, timeout);
-        if collected.is_err() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let (waited, stdout, stderr) = collected?;
-        drop(scratch);
+        let (waited, stdout, stderr) = collect(&mut child, cap, timeout)?;
+        drop(child);
+        drop(identity);
+        drop(call);
         Ok(render(&waited, stdout.as_ref(), stderr.as_ref(), timeout))
     }
+}
+
+/// Where `ssh` finds the key for one call.
+enum Identity {
+    /// The policy's own key file.
+    Given(PathBuf),
+    /// An anonymous memory file, held open for the call, and the
+    /// `/proc/<pid>/fd/<n>` path that reaches it.
+    Memory { _fd: OwnedFd, path: PathBuf },
+    /// The fallback: a 0600 file in the call's private directory.
+    File(PathBuf),
+}
+
+impl Identity {
+    /// The key held in memory, as a memory file when that works, else as
+    /// a file in `dir`.
+    fn private(key: &str, dir: &Path, force_file: bool) -> io::Result<Self> {
+        if !force_file {
+            match memory_file(key) {
+                Ok((fd, path)) => return Ok(Self::Memory { _fd: fd, path }),
+                Err(err) => tracing::debug!(
+                    error = %err,
+                    "no usable memory file for the identity; using a private file"
+                ),
+            }
+        }
+        let path = dir.join("identity");
+        write_private(&path, key)?;
+        Ok(Self::File(path))
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Self::Given(path) | Self::Memory { path, .. } | Self::File(path) => path,
+        }
+    }
+}
+
+impl Drop for Identity {
+    fn drop(&mut self) {
+        if let Self::File(path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// `key` (plus the final newline OpenSSH wants) in a sealed 0600 memory
+/// file, and a path to it that other processes of this user can open.
+fn memory_file(key: &str) -> io::Result<(OwnedFd, PathBuf)> {
+    let fd = rustix::fs::memfd_create(
+        "portcullis-ssh-identity",
+        MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
+    )?;
+    rustix::fs::fchmod(&fd, Mode::RUSR | Mode::WUSR)?;
+    let mut file = File::from(fd);
+    file.write_all(key.as_bytes())?;
+    file.write_all(b"\n")?;
+    rustix::fs::fcntl_add_seals(
+        &file,
+        SealFlags::SEAL | SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE,
+    )?;
+    let path = PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        file.as_raw_fd()
+    ));
+    // The path must reach this very file (procfs mounted and not hidden).
+    let (seen, held) = (std::fs::metadata(&path)?, file.metadata()?);
+    if (seen.dev(), seen.ino()) != (held.dev(), held.ino()) {
+        return Err(io::Error::other(
+            "the /proc path does not reach the memory file",
+        ));
+    }
+    Ok((file.into(), path))
+}
+
+// ---------------------------------------------------------------------------
+// Lifetime: running clients and the private directory
+
+/// What an executor and its clones started.
+#[derive(Default)]
+struct Children {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// [`SshExecutor::shutdown`] was called: nothing new starts.
+    closed: bool,
+    /// Process group ids (= pids) of clients spawned and not yet reaped.
+    /// A pid leaves the set only under the lock, in the same step that
+    /// reaps it, so a group is never signalled after its id is freed.
+    groups: BTreeSet<i32>,
+    /// The per-process directory, made at the first call.
+    dir: Option<ScratchDir>,
+}
+
+impl Children {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A fresh 0700 directory for one call inside the per-process one.
+    fn call_dir(&self) -> io::Result<TempDir> {
+        let parent = {
+            let mut inner = self.lock();
+            if inner.closed {
+                return Err(io::Error::other("the gateway is shutting down"));
+            }
+            if inner.dir.is_none() {
+                inner.dir = Some(ScratchDir::create()?);
+            }
+            inner.dir.as_ref().map(|d| d.dir.path().to_owned())
+        };
+        let parent = parent.ok_or_else(|| io::Error::other("no private directory"))?;
+        let dir = tempfile::Builder::new()
+            .prefix("call-")
+            .tempdir_in(parent)?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        Ok(dir)
+    }
+
+    /// Spawn and register, in one step that [`SshExecutor::shutdown`]
+    /// cannot fall between.
+    fn spawn(&self, command: &mut Command, program: &Path) -> Result<Tracked<'_>, SshError> {
+        let mut inner = self.lock();
+        if inner.closed {
+            return Err(SshError::ShuttingDown);
+        }
+        let child = command.spawn().map_err(|source| SshError::Spawn {
+            program: program.display().to_string(),
+            source,
+        })?;
+        let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+        inner.groups.insert(pid);
+        Ok(Tracked {
+            child,
+            pid,
+            children: self,
+        })
+    }
+}
+
+/// A running client, registered until reaped; dropping it kills its group
+/// and reaps it.
+struct Tracked<'a> {
+    child: Child,
+    pid: i32,
+    children: &'a Children,
+}
+
+impl Tracked<'_> {
+    /// `try_wait`, unregistering the group once the client is reaped.
+    /// Whatever the client left running in its group is killed first: the
+    /// unreaped client still holds the group id, so it cannot have been
+    /// reused.
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let mut inner = self.children.lock();
+        if let Some(pid) = Pid::from_raw(self.pid) {
+            let exited = rustix::process::waitid(
+                WaitId::Pid(pid),
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+            );
+            if matches!(exited, Ok(Some(_))) {
+                kill_group(self.pid);
+            }
+        }
+        let result = self.child.try_wait();
+        if !matches!(result, Ok(None)) {
+            inner.groups.remove(&self.pid);
+        }
+        result
+    }
+
+    /// Kill the client's process group, if it is still registered.
+    fn kill(&self) {
+        let inner = self.children.lock();
+        if inner.groups.contains(&self.pid) {
+            kill_group(self.pid);
+        }
+    }
+
+    /// Kill the group and reap the client (bounded: a process stuck in
+    /// the kernel is left to the operating system).
+    fn kill_and_reap(&mut self) -> Option<ExitStatus> {
+        self.kill();
+        let deadline = Instant::now() + REAP_LIMIT;
+        loop {
+            match self.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for Tracked<'_> {
+    fn drop(&mut self) {
+        let registered = self.children.lock().groups.contains(&self.pid);
+        if registered {
+            self.kill_and_reap();
+        }
+    }
+}
+
+fn kill_group(pid: i32) {
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    }
+}
+
+/// The per-process private directory, flock-ed for as long as it lives so
+/// [`sweep_stale`] can tell it from one left by a dead run.
+struct ScratchDir {
+    dir: TempDir,
+    _lock: File,
+}
+
+impl ScratchDir {
+    fn create() -> io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
+            .tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        let lock = File::open(dir.path())?;
+        rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive)?;
+        Ok(Self { dir, _lock: lock })
+    }
+}
+
+/// Remove private directories (`SCRATCH_PREFIX<pid>-…` in `tmp`, owned by
+/// this user) left behind by runs that could not clean up: a directory is
+/// stale when nobody holds its lock and either its pid is gone or it is
+/// older than a minute (its pid was reused). Returns the directories
+/// removed; failures are logged and skipped.
+pub fn sweep_stale(tmp: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return removed;
+    };
+    let uid = rustix::process::getuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != uid {
+            continue;
+        }
+        let Ok(lock) = File::open(&path) else {
+            continue;
+        };
+        if rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue;
+        }
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_some_and(|age| age > STALE_AGE);
+        if process_alive(pid) && !old {
+            continue;
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed.push(path),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => tracing::warn!(
+                error = %err,
+                dir = %path.display(),
+                "cannot remove a stale ssh scratch directory"
+            ),
+        }
+    }
+    removed
+}
+
+fn process_alive(pid: i32) -> bool {
+    Pid::from_raw(pid).is_some_and(|pid| {
+        !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        )
+    })
 }
 
 impl Executor for SshExecutor {
@@ -405,16 +792,18 @@ fn spawn_reader<R: io::Read + Send + 'static>(
 }
 
 /// Read stdout and stderr concurrently (one thread each) while waiting for
-/// the child, killing it at the deadline.
-fn collect(child: &mut Child, cap: usize, timeout: Duration) -> Result<Collected, SshError> {
+/// the child, killing its group at the deadline.
+fn collect(child: &mut Tracked<'_>, cap: usize, timeout: Duration) -> Result<Collected, SshError> {
     let deadline = Instant::now() + timeout;
     let out = child
+        .child
         .stdout
         .take()
         .map(|s| spawn_reader(s, cap, "stdout"))
         .transpose()
         .map_err(SshError::Thread)?;
     let err = child
+        .child
         .stderr
         .take()
         .map(|s| spawn_reader(s, cap, "stderr"))
@@ -433,22 +822,17 @@ fn collect(child: &mut Child, cap: usize, timeout: Duration) -> Result<Collected
     Ok((waited, out, err))
 }
 
-fn wait_until(child: &mut Child, deadline: Instant) -> Waited {
+fn wait_until(child: &mut Tracked<'_>, deadline: Instant) -> Waited {
     let mut pause = Duration::from_millis(1);
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Waited::Exited(status),
             Ok(None) => {}
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Waited::WaitFailed(e);
-            }
+            Err(e) => return Waited::WaitFailed(e),
         }
         let now = Instant::now();
         if now >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill_and_reap();
             return Waited::TimedOut;
         }
         std::thread::sleep(pause.min(deadline - now));

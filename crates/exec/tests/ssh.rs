@@ -215,7 +215,7 @@ echo ---
 env | sort | grep -v '^PWD=' | grep -v '^SHLVL=' | grep -v '^_='
 echo ---
 # The identity follows -i; report its mode and content.
-prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then stat -c '%a' "$a"; cat "$a"; fi; prev=$a; done"#,
+prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then stat -L -c '%a' "$a"; cat "$a"; fi; prev=$a; done"#,
     );
     let action = action(&["printf", "%s", "{text}"], "it's $(id)", 64 * 1024, 5000);
     let outcome = SshExecutor::with_program(&fake.path).execute(&action);
@@ -240,20 +240,216 @@ prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then stat -c '%a' "$a"; cat "$a"
     assert!(key_section.contains("[redacted]"), "{key_section}");
 }
 
+/// What the fake client reports about its identity: the `-i` path, the
+/// file's device:inode and type, and `HOME`.
+const REPORT_IDENTITY: &str = r#"prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then echo "$a"; stat -L -c '%d:%i %F' "$a"; fi; prev=$a; done; echo "$HOME""#;
+
+/// Open descriptors of this process that are memory files with this
+/// device:inode.
+fn memory_files_open(dev_ino: &str) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|fd| {
+            let Ok(meta) = std::fs::metadata(fd.path()) else {
+                return false;
+            };
+            use std::os::unix::fs::MetadataExt;
+            format!("{}:{}", meta.dev(), meta.ino()) == dev_ino
+        })
+        .count()
+}
+
 #[test]
-fn temporary_identity_and_home_are_removed_after_the_call() {
-    let fake = fake_ssh(
-        r#"prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then echo "$a"; fi; prev=$a; done; echo "$HOME""#,
-    );
+fn an_in_memory_key_never_touches_a_disk_and_is_closed_after_the_call() {
+    let fake = fake_ssh(REPORT_IDENTITY);
     let action = action(&["true", "{text}"], "x", 1024, 5000);
     let outcome = SshExecutor::with_program(&fake.path).execute(&action);
     assert!(!outcome.is_error, "{outcome:?}");
     let mut lines = outcome.text.lines();
     let identity = lines.next().unwrap();
+    let (dev_ino, kind) = lines.next().unwrap().split_once(' ').unwrap();
     let home = lines.next().unwrap();
+    // The key is reached through the gateway's descriptor table, not a
+    // path on any file system.
+    let prefix = format!("/proc/{}/fd/", std::process::id());
+    assert!(identity.starts_with(&prefix), "{identity}");
+    assert_eq!(kind, "regular file");
+    assert_eq!(
+        memory_files_open(dev_ino),
+        0,
+        "the memory file is still open"
+    );
+    assert!(!Path::new(home).exists());
+}
+
+#[test]
+fn the_fallback_identity_file_is_private_and_removed_after_the_call() {
+    let fake = fake_ssh(
+        r#"prev=; for a in "$@"; do if [ "$prev" = "-i" ]; then echo "$a"; stat -c '%a' "$a"; stat -c '%a' "$(dirname "$a")"; fi; prev=$a; done; echo "$HOME""#,
+    );
+    let executor = SshExecutor::with_program(&fake.path).with_file_identity();
+    let action = action(&["true", "{text}"], "x", 1024, 5000);
+    let outcome = executor.execute(&action);
+    assert!(!outcome.is_error, "{outcome:?}");
+    let lines: Vec<&str> = outcome.text.lines().collect();
+    let [identity, file_mode, dir_mode, home] = lines[..] else {
+        panic!("{outcome:?}")
+    };
     assert!(identity.ends_with("/identity"), "{identity}");
+    assert_eq!((file_mode, dir_mode), ("600", "700"));
+    let scratch = executor.scratch_dir().expect("a private directory");
+    assert!(Path::new(identity).starts_with(&scratch), "{identity}");
     assert!(!Path::new(identity).exists());
     assert!(!Path::new(home).exists());
+    drop(executor);
+    assert!(
+        !scratch.exists(),
+        "the private directory outlived the executor"
+    );
+}
+
+/// Whether `pid` is a live process (a zombie is not: it only waits to be
+/// reaped).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let state = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .next()?
+                .to_owned();
+            Some(state != "Z" && state != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// Wait (at most `limit`) until `path` holds `lines` lines.
+fn wait_for_lines(path: &Path, lines: usize, limit: Duration) -> Vec<u32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let pids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+        if pids.len() >= lines {
+            return pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never had {lines} lines",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Kill leftovers by pid, so a failing test leaves nothing sleeping.
+fn reap_leftovers(pids: &[u32]) {
+    for &pid in pids {
+        if alive(pid) {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn shutdown_kills_the_running_client_with_its_group_and_removes_the_private_directory() {
+    let pids = tempfile::tempdir().unwrap();
+    let pid_file = pids.path().join("pids");
+    // The client and a child of it (same process group), both sleeping.
+    let fake = fake_ssh(&format!(
+        "echo $$ >> {f}
+sleep 300 &
+echo $! >> {f}
+wait",
+        f = pid_file.display()
+    ));
+    let executor = SshExecutor::with_program(&fake.path).with_file_identity();
+    let action = action(&["true", "{text}"], "x", 1024, 600_000);
+    let call = {
+        let executor = executor.clone();
+        std::thread::spawn(move || executor.execute(&action))
+    };
+    let started = wait_for_lines(&pid_file, 2, Duration::from_secs(10));
+    assert_eq!(executor.running(), 1);
+    let scratch = executor.scratch_dir().expect("a private directory");
+    let identity_files = walk_files(&scratch);
+    assert!(
+        identity_files.iter().any(|f| f.ends_with("identity")),
+        "{identity_files:?}"
+    );
+
+    let t = Instant::now();
+    assert_eq!(executor.shutdown(), 1);
+    let outcome = call.join().unwrap();
+    let took = t.elapsed();
+    let survivors: Vec<u32> = started.iter().copied().filter(|&p| alive(p)).collect();
+    reap_leftovers(&survivors);
+    assert!(survivors.is_empty(), "still running: {survivors:?}");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(outcome.is_error);
+    assert!(
+        outcome.text.starts_with("ssh was killed by signal 9"),
+        "{outcome:?}"
+    );
+    assert!(executor.wait_reaped(Duration::from_secs(1)));
+    assert!(!scratch.exists(), "the private directory survived shutdown");
+
+    // Nothing starts after shutdown.
+    let after = action_with_timeout(5000);
+    let refused = executor.execute(&after);
+    assert!(refused.is_error);
+    assert!(refused.text.contains("shutting down"), "{refused:?}");
+    assert_eq!(
+        std::fs::read_to_string(&pid_file).unwrap().lines().count(),
+        2
+    );
+}
+
+fn action_with_timeout(timeout_ms: u64) -> AuthorizedAction {
+    action(&["true", "{text}"], "x", 1024, timeout_ms)
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn what_the_client_leaves_running_in_its_group_is_killed_when_it_exits() {
+    let pids = tempfile::tempdir().unwrap();
+    let pid_file = pids.path().join("pids");
+    let fake = fake_ssh(&format!(
+        "sleep 300 >/dev/null 2>&1 &
+echo $! >> {f}
+echo done",
+        f = pid_file.display()
+    ));
+    let outcome = SshExecutor::with_program(&fake.path).execute(&action_with_timeout(5000));
+    assert_eq!(outcome, portcullis_gateway::Outcome::success("done\n"));
+    let left = wait_for_lines(&pid_file, 1, Duration::from_secs(1));
+    // The kill is sent before the call returns; give the kernel a moment.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while left.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let survivors: Vec<u32> = left.iter().copied().filter(|&p| alive(p)).collect();
+    reap_leftovers(&survivors);
+    assert!(survivors.is_empty(), "still running: {survivors:?}");
 }
 
 #[test]
@@ -303,9 +499,10 @@ fn slow_client_is_killed_at_the_deadline() {
 
 #[test]
 fn a_grandchild_holding_the_pipes_does_not_hang_the_call() {
-    // `sleep` is a child of the script and inherits stdout; killing the
-    // script leaves it holding the pipe for a while.
-    let fake = fake_ssh("echo started\nsleep 6\necho never");
+    // `sleep` inherits stdout and escapes the client's process group
+    // (`setsid`), so killing the group leaves it holding the pipe for a
+    // while.
+    let fake = fake_ssh("echo started\nsetsid sleep 6\necho never");
     let action = action(&["true", "{text}"], "x", 1000, 300);
     let started = Instant::now();
     let outcome = SshExecutor::with_program(&fake.path).execute(&action);
@@ -423,8 +620,20 @@ fn real_sshd_with_an_in_memory_key() {
     // Trimmed, as SecretStore::from_environment would hold it.
     store.insert("key", Secret::new(sshd.identity_text().trim()));
     let action = common::authorize(&text, store, "run", json!({ "text": "from memory" }));
-    let outcome = SshExecutor::new().execute(&action);
-    assert_eq!(outcome, portcullis_gateway::Outcome::success("from memory"));
+    // OpenSSH accepts the memory file (mode 0600, reached through /proc)
+    // and the fallback file alike.
+    for (how, executor) in [
+        ("memory file", SshExecutor::new()),
+        ("fallback file", SshExecutor::new().with_file_identity()),
+    ] {
+        let outcome = executor.execute(&action);
+        assert_eq!(
+            outcome,
+            portcullis_gateway::Outcome::success("from memory"),
+            "{how}\nsshd log:\n{}",
+            sshd.log()
+        );
+    }
 }
 
 #[test]
@@ -487,4 +696,65 @@ fn real_sshd_unknown_host_key_is_refused() {
     assert!(!marker.exists());
     // The known_hosts file was not written to.
     assert_eq!(std::fs::read_to_string(&empty_known_hosts).unwrap(), "");
+}
+
+// ---- the startup sweep ------------------------------------------------------
+
+/// A pid that is certainly not running: a child that has been reaped.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// `<tmp>/portcullis-ssh-<pid>-<tag>/call-x/identity` holding the key.
+fn scratch_with_key(tmp: &Path, pid: u32, tag: &str) -> PathBuf {
+    let dir = tmp.join(format!(
+        "{}{pid}-{tag}",
+        portcullis_exec::ssh::SCRATCH_PREFIX
+    ));
+    std::fs::create_dir_all(dir.join("call-x/home")).unwrap();
+    std::fs::write(dir.join("call-x/identity"), KEY_CANARY).unwrap();
+    dir
+}
+
+#[test]
+fn the_sweep_removes_only_directories_of_runs_that_are_gone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dead = scratch_with_key(tmp.path(), dead_pid(), "dead00");
+    // Alive (this test's pid) but not locked yet, and young: a gateway
+    // between creating its directory and locking it.
+    let young = scratch_with_key(tmp.path(), std::process::id(), "young0");
+    // Dead pid, but someone holds the lock: still in use.
+    let locked = scratch_with_key(tmp.path(), dead_pid(), "locked");
+    let lock = std::fs::File::open(&locked).unwrap();
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    // Not ours to judge.
+    let other = tmp.path().join("portcullis-ssh-notapid");
+    std::fs::create_dir(&other).unwrap();
+    let unrelated = tmp.path().join("something-else-1-2");
+    std::fs::create_dir(&unrelated).unwrap();
+
+    let removed = portcullis_exec::ssh::sweep_stale(tmp.path());
+    assert_eq!(removed, vec![dead.clone()]);
+    assert!(!dead.exists());
+    for kept in [&young, &locked, &other, &unrelated] {
+        assert!(kept.exists(), "{} was removed", kept.display());
+    }
+    drop(lock);
+    // Once the lock is released its owner is gone too.
+    assert_eq!(portcullis_exec::ssh::sweep_stale(tmp.path()), vec![locked]);
+}
+
+#[test]
+fn a_live_executor_survives_the_sweep_of_another_run() {
+    let fake = fake_ssh("echo ok");
+    let executor = SshExecutor::with_program(&fake.path);
+    assert!(!executor.execute(&action_with_timeout(5000)).is_error);
+    let scratch = executor.scratch_dir().expect("a private directory");
+    let tmp = scratch.parent().unwrap();
+    let removed = portcullis_exec::ssh::sweep_stale(tmp);
+    assert!(!removed.contains(&scratch), "{removed:?}");
+    assert!(scratch.exists());
 }
