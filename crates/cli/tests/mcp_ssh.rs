@@ -260,3 +260,43 @@ fn startup_sweeps_identity_material_left_by_a_dead_run_and_keeps_a_live_one() {
     );
     drop(lock);
 }
+
+#[test]
+fn sigterm_ends_a_gateway_blocked_on_a_client_that_stops_reading() {
+    let scenario = Scenario::new(KeySource::Env);
+    let mut gateway = scenario.spawn(GRACE_MS);
+    // stdout is never read: once the pipe is full the core blocks in a
+    // write and cannot see the signal.
+    let stdout = gateway.child.stdout.take().expect("stdout");
+    gateway.write(&ssh_lifetime::session_with_ssh_call());
+    assert!(
+        scenario.wait_for_client(Duration::from_secs(10)).is_some(),
+        "the fake ssh never started"
+    );
+    let mut stdin = gateway.stdin.take().expect("stdin");
+    let flood = std::thread::spawn(move || {
+        use std::io::Write as _;
+        for id in 10..20_000 {
+            if stdin.write_all(&ssh_lifetime::ping(id)).is_err() {
+                return;
+            }
+        }
+    });
+    // Let the pipes fill.
+    std::thread::sleep(Duration::from_millis(500));
+    let trigger = Instant::now();
+    gateway.signal(Signal::TERM);
+    let status = gateway.wait(EXIT_BOUND);
+    let took = trigger.elapsed();
+    let survivors = scenario.survivors();
+    ssh_lifetime::kill_leftovers(&scenario);
+    drop(stdout);
+    let _ = flood.join();
+    let status = status.expect("the gateway did not exit after SIGTERM");
+    eprintln!(
+        "SIGTERM with stdout blocked: exit {:?} after {took:?}",
+        status.code()
+    );
+    assert_eq!(status.code(), Some(143));
+    assert!(survivors.none(), "survived the gateway: {survivors:?}");
+}
