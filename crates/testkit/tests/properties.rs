@@ -166,7 +166,8 @@ fn both_tool_kinds_refuse_schema_violations_with_a_tool_error() {
         Service::ExtraProperty,
         Service::Missing,
     ];
-    let calls: [(fn(Service) -> Op, bool); 4] = [
+    type MakeCall = fn(Service) -> Op;
+    let calls: [(MakeCall, bool); 4] = [
         (Op::Call, false),
         (Op::Restart, false),
         (Op::ModernCall, true),
