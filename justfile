@@ -72,3 +72,7 @@ coverage TARGET:
     "$llvm_bin/llvm-cov" show "$bin" -instr-profile="$profile" -ignore-filename-regex="$ignore" \
         -format=html -output-dir="target/coverage/{{TARGET}}"
     echo "HTML report: target/coverage/{{TARGET}}/index.html"
+
+# Real MCP clients (Python SDK, TypeScript SDK v1/v2, Inspector CLI, rmcp) against the gateway; CHECKS default to all.
+interop *CHECKS:
+    interop/run "$@"
