@@ -212,10 +212,18 @@ impl Driver<'_> {
     fn drive(&mut self, gateway: &mut Gateway, effects: Vec<Effect>) {
         let mut queue = std::collections::VecDeque::from(effects);
         while let Some(effect) = queue.pop_front() {
-            if let Some(reason) = &self.closed
-                && matches!(effect, Effect::Write(_) | Effect::Execute(..))
-            {
-                panic!("{effect:?} after Close({reason:?}): nothing is written or run after Close");
+            if let Some(reason) = &self.closed {
+                match &effect {
+                    Effect::Write(frame) => panic!(
+                        "wrote {:?} after Close({reason:?}): nothing is written after Close",
+                        String::from_utf8_lossy(frame)
+                    ),
+                    Effect::Execute(_, action) => panic!(
+                        "ran {} after Close({reason:?}): nothing is run after Close",
+                        action.tool()
+                    ),
+                    _ => {}
+                }
             }
             match effect {
                 Effect::Write(frame) => self.stdout.extend_from_slice(&frame),
