@@ -146,6 +146,14 @@ pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
         scenario.tool_errors,
         "{mode:?}: isError results differ from the model for ops {ops:?}"
     );
+    for refusal in model::refusals(&report.stdout) {
+        for value in model::REFUSED_VALUES {
+            assert!(
+                !refusal.contains(value),
+                "{mode:?}: a refusal echoed the argument value {value:?}: {refusal}"
+            );
+        }
+    }
     assert_eq!(
         report.closed.is_some(),
         scenario.closes,

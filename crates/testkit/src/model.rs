@@ -555,6 +555,32 @@ pub fn scenario_with(ops: &[Op], mode: OnInvalid, limits: Limits) -> Scenario {
     }
 }
 
+/// Argument values the model sends only in calls that must be refused
+/// (schema or authorization). None may appear anywhere in stdout: refusals
+/// name the location and keyword, never the value.
+pub const REFUSED_VALUES: [&str; 6] = [
+    "Uppercase",
+    "../etc",
+    "api web",
+    "-api",
+    "abcdefghijklmnopqrstuvwxyzabcdefg",
+    "localhost",
+];
+
+/// The refusals in `stdout` (error responses and `isError` tool results),
+/// each as its frame's text.
+pub fn refusals(stdout: &[u8]) -> Vec<String> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|line| {
+            serde_json::from_slice::<Value>(line).is_ok_and(|frame| {
+                frame.get("error").is_some() || frame["result"]["isError"] == json!(true)
+            })
+        })
+        .map(|line| String::from_utf8_lossy(line).into_owned())
+        .collect()
+}
+
 /// The ids of the `isError: true` tool results in `stdout`, in order.
 pub fn tool_error_ids(stdout: &[u8]) -> Vec<i64> {
     stdout
