@@ -6,8 +6,10 @@ use std::sync::{Arc, OnceLock};
 use portcullis_gateway::{OnInvalid, Policy, Secret, SecretStore};
 use serde_json::{Value, json};
 
-/// The test policy: the README example's two tools plus one whose host is
-/// templated (for denied-after-expansion cases), with canary secrets.
+/// The test policy: the README example's two tools, one whose host is
+/// templated (for denied-after-expansion cases) and one whose path segment
+/// takes any non-empty string (for the URL builder's rewrites), with canary
+/// secrets.
 pub const TEST_POLICY: &str = r#"
 [server]
 name = "portcullis-test"
@@ -59,6 +61,19 @@ allow = ["127.0.0.1:8080"]
 type = "object"
 required = ["host"]
 properties.host = { type = "string", maxLength = 64 }
+
+[[tools]]
+name = "avatar_delete"
+description = "Delete one user's avatar; the schema only asks for a non-empty string"
+[tools.http]
+method = "DELETE"
+url = "http://127.0.0.1:8080/users/{user}/avatar"
+allow = ["127.0.0.1:8080"]
+credential = "status_token"
+[tools.input_schema]
+type = "object"
+required = ["user"]
+properties.user = { type = "string", minLength = 1 }
 "#;
 
 /// The test policy with `on_invalid` set, a canary bound to every

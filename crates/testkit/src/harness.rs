@@ -29,6 +29,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("chunking", chunking),
     ("stdout_frames", stdout_frames),
     ("strict_json", strict_json),
+    ("authz_expansion", crate::authz_harness::authz_expansion),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz
@@ -45,7 +46,12 @@ pub fn by_name(name: &str) -> Option<Harness> {
         .map(|(_, f)| *f)
 }
 
-const TOOLS: [&str; 3] = ["service_status", "restart_service", "region_probe"];
+const TOOLS: [&str; 4] = [
+    "service_status",
+    "restart_service",
+    "region_probe",
+    "avatar_delete",
+];
 
 /// Arbitrary bytes into the stdin entry point, under both session policies.
 /// Every recorded action must come from a line the independent reference

@@ -12,7 +12,9 @@
 
 #![forbid(unsafe_code)]
 
+pub mod authz_harness;
 pub mod canary;
+pub mod faithful;
 pub mod fixtures;
 pub mod harness;
 pub mod json_arbitrary;

@@ -110,6 +110,10 @@ fn checked(
     if let Err(violation) = check_transcript(&report.stdout) {
         panic!("{violation}\n(session input: {} bytes)", input.len());
     }
+    // Every recorded action is a faithful expansion of its tool's template.
+    if let Err(why) = crate::faithful::check_report(policy, input, &report) {
+        panic!("{why}");
+    }
     let secrets: Vec<&str> = policy
         .credentials
         .keys()

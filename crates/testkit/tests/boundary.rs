@@ -238,7 +238,15 @@ fn server_discover_and_tools_list_come_from_the_policy() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["service_status", "restart_service", "region_probe"]);
+    assert_eq!(
+        names,
+        [
+            "service_status",
+            "restart_service",
+            "region_probe",
+            "avatar_delete"
+        ]
+    );
     assert_eq!(
         lines[1]["result"]["tools"][1]["inputSchema"]["additionalProperties"], false,
         "omitted additionalProperties defaults to false"

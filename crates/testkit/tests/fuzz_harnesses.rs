@@ -74,3 +74,8 @@ fn stdout_frames() {
 fn strict_json() {
     check("strict_json");
 }
+
+#[test]
+fn authz_expansion() {
+    check("authz_expansion");
+}
