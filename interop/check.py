@@ -132,6 +132,21 @@ CHECKS = {
 }
 
 
+# `portcullis mcp` exit codes (README, "Running the gateway").
+EXIT_MEANING = {
+    2: "usage, policy or audit error",
+    3: "session closed on invalid input",
+    4: "stdout could not be written",
+}
+
+
+def exit_text(code: int) -> str:
+    if code < 0 or code > 128:
+        return f"{code} (killed by a signal)"
+    meaning = EXIT_MEANING.get(code)
+    return f"{code} ({meaning})" if meaning else str(code)
+
+
 class Fail(Exception):
     pass
 
@@ -237,6 +252,26 @@ def run_driver(argv: list[str], config: Path, log, timeout: float) -> tuple[list
     return events, timed_out
 
 
+def end_leftovers(record: Path, log) -> None:
+    """SIGKILLs the gateways (and their watchers) of this check still running."""
+    pids = record.with_name(record.name + ".pids")
+    if not pids.exists():
+        return
+    for line in pids.read_text().splitlines():
+        for pid in reversed([int(p) for p in line.split()]):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            # Only a process this check started: its command line names the check's files.
+            if str(record.parent).encode() in cmdline:
+                log.write(f"[check] ending leftover process {pid}\n".encode())
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
 def event(events: list[dict], name: str) -> dict | None:
     for item in events:
         if item.get("event") == name:
@@ -268,7 +303,7 @@ def judge(
     ended_early = [s for s in sessions if s["code"] != 0 and s["stdin_closed_at"] is None]
     hint = ""
     if ended_early:
-        hint = f" (the gateway exited {ended_early[0]['code']} before its stdin was closed: the session ended)"
+        hint = f" (the gateway exited {exit_text(ended_early[0]['code'])} before its stdin was closed)"
 
     def stuck(step: str) -> Fail:
         if fatal:
@@ -353,17 +388,17 @@ def judge(
         raise Fail(f"{len(sessions)} gateway runs recorded, want {expected_sessions}")
     for run in sessions[:probes]:
         if not run.get("discover_supported_versions") and not run.get("initialize_protocol_version"):
-            raise Fail(f"the client's probe got no discover or initialize answer (gateway exit {run['code']})")
+            raise Fail(f"the client's probe got no discover or initialize answer (gateway exit {exit_text(run['code'])})")
     for run in sessions[probes:]:
         if run["stdin_closed_at"] is None:
-            raise Fail(f"the gateway exited {run['code']} before the client closed its stdin")
+            raise Fail(f"the gateway exited {exit_text(run['code'])} before the client closed its stdin")
         if run["signals"]:
             raise Fail(
                 f"the client had to signal the gateway ({', '.join(run['signals'])}): "
                 f"it did not exit within its grace period after stdin closed"
             )
         if run["code"] != 0:
-            raise Fail(f"the gateway exited {run['code']} after stdin closed, want 0")
+            raise Fail(f"the gateway exited {exit_text(run['code'])}, want 0 after stdin closed")
         if run["exit_after_stdin_closed_s"] > EXIT_GRACE_S:
             raise Fail(f"the gateway took {run['exit_after_stdin_closed_s']} s to exit after stdin closed")
     return f"{client.get('name')} {client.get('version')}", revision
@@ -378,8 +413,8 @@ def main() -> int:
     parser.add_argument(
         "--on-invalid",
         choices=["close", "keep-open"],
-        default="close",
-        help="the policy's [server] on_invalid (default: close, the gateway's default)",
+        default=os.environ.get("INTEROP_ON_INVALID", "close"),
+        help="the policy's [server] on_invalid (default: $INTEROP_ON_INVALID, else close, the gateway's default)",
     )
     parser.add_argument("--broken", metavar="REASON", help="report FAIL for REASON (the client could not be installed)")
     args = parser.parse_args()
@@ -426,6 +461,7 @@ def main() -> int:
                 )
                 events, timed_out = run_driver(argv, config, log, args.timeout)
                 sessions = sessions_ended(record, expected_sessions)
+                end_leftovers(record, log)
                 log.write(f"[check] gateway runs: {json.dumps(sessions)}\n".encode())
                 version, revision = judge(
                     events, timed_out, fake, tools, token, nonce, sessions, expected_sessions, probes
@@ -433,8 +469,8 @@ def main() -> int:
             except Fail as failure:
                 reason = str(failure)
                 early = [s for s in sessions if s["code"] != 0 and s["stdin_closed_at"] is None]
-                if early and "session ended" not in reason:
-                    reason += f" (and the gateway exited {early[0]['code']} before its stdin was closed: the session ended)"
+                if early and "before its stdin was closed" not in reason:
+                    reason += f" (the gateway exited {exit_text(early[0]['code'])} before its stdin was closed)"
                 print(f"FAIL {label}: {reason} [log: {log_path}]", flush=True)
                 return 1
             except (OSError, ValueError, subprocess.SubprocessError) as err:

@@ -17,7 +17,10 @@ does not print the revision it negotiated, and for the other clients it is a
 cross-check of what they report. stderr is inherited.
 
 One JSON line is appended to RECORD per run (O_APPEND, one write), so the
-Inspector CLI's several sessions can share a file.
+Inspector CLI's several sessions can share a file. RECORD.pids gets the
+wrapper's and the gateway's pids at start, so the check can end a gateway its
+client left running (clients start servers in their own sessions, out of
+reach of the check's process-group kill).
 """
 
 from __future__ import annotations
@@ -90,6 +93,14 @@ def relay_stdout(source: int, seen: dict) -> None:
     os.close(source)
 
 
+def append(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def main() -> int:
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.stderr.write(__doc__ or "")
@@ -102,6 +113,7 @@ def main() -> int:
     assert child.stdout is not None
     source = os.dup(child.stdout.fileno())
     child.stdout.close()
+    append(record_path + ".pids", f"{os.getpid()} {child.pid}\n")
 
     def forward(signum: int, _frame: object) -> None:
         signals.append(signal.Signals(signum).name)
@@ -138,11 +150,7 @@ def main() -> int:
         "discover_supported_versions": seen.get("discover_supported_versions"),
         "stdout_broken": seen.get("stdout_broken", False),
     }
-    fd = os.open(record_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (json.dumps(record) + "\n").encode())
-    finally:
-        os.close(fd)
+    append(record_path, json.dumps(record) + "\n")
     return code if code >= 0 else 128 - code
 
 
