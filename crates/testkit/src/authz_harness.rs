@@ -28,6 +28,7 @@
 //! ```
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -491,18 +492,19 @@ impl Case {
 
 type Loaded = Option<Arc<(Policy, Templates)>>;
 
-/// The policy and the oracle's templates for `text`, reusing the last
-/// ones: while the fuzzer mutates arguments the template stays the same,
-/// and loading (schema compilation) dominates an execution.
+/// Policies kept per thread before the cache starts over.
+const CACHED_POLICIES: usize = 4096;
+
+/// The policy and the oracle's templates for `text`, cached: the fuzzer
+/// mutates arguments far more often than templates, and loading (schema
+/// compilation) would otherwise dominate an execution.
 fn load(text: &str) -> Loaded {
     thread_local! {
-        static LAST: RefCell<Option<(String, Loaded)>> = const { RefCell::new(None) };
+        static CACHE: RefCell<HashMap<String, Loaded>> = RefCell::new(HashMap::new());
     }
-    LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some((cached, loaded)) = last.as_ref()
-            && cached == text
-        {
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(loaded) = cache.get(text) {
             return loaded.clone();
         }
         let loaded = Policy::from_toml(text, Path::new("authz_expansion.toml"))
@@ -513,7 +515,10 @@ fn load(text: &str) -> Loaded {
                 });
                 Arc::new((policy, templates))
             });
-        *last = Some((text.to_owned(), loaded.clone()));
+        if cache.len() >= CACHED_POLICIES {
+            cache.clear();
+        }
+        cache.insert(text.to_owned(), loaded.clone());
         loaded
     })
 }
@@ -566,6 +571,40 @@ pub fn dot_tab_dot_case() -> Case {
 /// became an empty segment.
 pub fn empty_segment_case() -> Case {
     avatar_case("\t")
+}
+
+/// Found by this harness on the gateway's first faithful-expansion builder:
+/// `GET http://127.0.0.1:8080/v1?a+b=x.y+{a0}` with a0 = `z`. The policy
+/// lets `+` into query literals, the builder wrote literals as is, and a
+/// server's form decoding reads `+` as a space: key `a b`, value `x.y z`.
+pub fn plus_in_query_literal_case() -> Case {
+    let key = QUERY_KEYS
+        .iter()
+        .position(|k| *k == "a+b")
+        .expect("a query key") as u8;
+    Case {
+        target: CaseTarget::Http(HttpCase {
+            https: false,
+            port: 1,
+            host: 0,
+            method: 0,
+            path: vec![vec![url_literal("v1")]],
+            query: vec![(
+                key,
+                vec![url_literal("x.y"), url_literal("+"), CasePiece::Arg(0)],
+            )],
+        }),
+        args: vec!["z".to_owned()],
+    }
+}
+
+fn url_literal(s: &str) -> CasePiece {
+    CasePiece::Lit(
+        URL_LITERALS
+            .iter()
+            .position(|l| *l == s)
+            .expect("a URL literal") as u8,
+    )
 }
 
 fn avatar_case(user: &str) -> Case {

@@ -476,12 +476,14 @@ fn check_http(
         None => default_port(scheme),
     };
     let (expected_host, host_values) = t.host.expand(args)?;
-    check_expansion("the host", &t.host, &expected_host, &host_values)?;
     if !same_host(host, &expected_host) {
         return Err(format!(
             "host {host:?} is not the expansion {expected_host:?}"
         ));
     }
+    // A rewrite is reported before a value that should have been denied,
+    // so a finding names what the builder changed.
+    let mut deny = vec![("the host".to_owned(), &t.host, expected_host, host_values)];
     let expected_port = t.port.unwrap_or(default_port(&t.scheme));
     if port != expected_port {
         return Err(format!("port {port} is not the template's {expected_port}"));
@@ -518,20 +520,20 @@ fn check_http(
     for (i, (template, actual)) in t.path.iter().zip(&segments).enumerate() {
         let (expected, values) = template.expand(args)?;
         let what = format!("path segment {}", i + 1);
-        check_expansion(&what, template, &expected, &values)?;
         if template.has_arg() {
-            if expected == "." || expected == ".." {
-                return Err(format!("{what} expands to the dot segment {expected:?}"));
-            }
             let decoded = percent_decoded(actual, false).map_err(|e| format!("{what}: {e}"))?;
             if decoded != expected {
                 return Err(format!(
                     "{what} is {actual:?}, decoding to {decoded:?}, not the expansion {expected:?}"
                 ));
             }
+            if expected == "." || expected == ".." {
+                return Err(format!("{what} expands to the dot segment {expected:?}"));
+            }
         } else if *actual != expected {
             return Err(format!("literal {what} {expected:?} became {actual:?}"));
         }
+        deny.push((what, template, expected, values));
     }
 
     match (query, t.query.is_empty()) {
@@ -555,15 +557,18 @@ fn check_http(
                 }
                 let (expected, values) = template.expand(args)?;
                 let what = format!("query value {key}");
-                check_expansion(&what, template, &expected, &values)?;
                 let decoded = percent_decoded(v, true).map_err(|e| format!("{what}: {e}"))?;
                 if decoded != expected {
                     return Err(format!(
                         "{what} is {v:?}, decoding to {decoded:?}, not the expansion {expected:?}"
                     ));
                 }
+                deny.push((what, template, expected, values));
             }
         }
+    }
+    for (what, template, expected, values) in &deny {
+        check_expansion(what, template, expected, values)?;
     }
     Ok(())
 }
@@ -607,14 +612,14 @@ fn check_ssh(
     for (i, (template, actual)) in t.argv.iter().zip(argv).enumerate() {
         let (expected, values) = template.expand(args)?;
         let what = format!("argv[{i}]");
-        check_expansion(&what, template, &expected, &values)?;
-        if template.starts_with_arg() && expected.starts_with('-') {
-            return Err(format!("{what} {expected:?} would be read as an option"));
-        }
         if *actual != expected {
             return Err(format!(
                 "{what} is {actual:?}, not the expansion {expected:?}"
             ));
+        }
+        check_expansion(&what, template, &expected, &values)?;
+        if template.starts_with_arg() && expected.starts_with('-') {
+            return Err(format!("{what} {expected:?} would be read as an option"));
         }
     }
     Ok(())
@@ -812,6 +817,25 @@ mod tests {
         assert!(percent_decoded("a%2", false).is_err());
         assert!(percent_decoded("%zz", false).is_err());
         assert!(percent_decoded("%ff", false).is_err());
+    }
+
+    #[test]
+    fn a_templated_value_with_a_control_character_or_nothing_must_be_denied() {
+        let templated = Template::parse("x{a}").unwrap();
+        for bad in ["\t", "\n", "\r", "\0", "\u{7f}", "a\u{1f}"] {
+            let err = check_expansion("v", &templated, &format!("x{bad}"), &[bad.to_owned()])
+                .unwrap_err();
+            assert!(err.contains("C0 control"), "{bad:?}: {err}");
+        }
+        let bare = Template::parse("{a}").unwrap();
+        assert!(
+            check_expansion("v", &bare, "", &[String::new()])
+                .unwrap_err()
+                .contains("expands to nothing")
+        );
+        assert!(check_expansion("v", &templated, "x\u{85}", &["\u{85}".to_owned()]).is_ok());
+        let literal = Template::parse("").unwrap();
+        assert!(check_expansion("v", &literal, "", &[]).is_ok());
     }
 
     #[test]
