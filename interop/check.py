@@ -31,6 +31,7 @@ import http.server
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -478,6 +479,8 @@ def main() -> int:
                 return 1
     finally:
         fake.stop()
+    # Kept on FAIL, for the log, policy and gateway records.
+    shutil.rmtree(work, ignore_errors=True)
     print(f"PASS {label} ({version}, negotiated {revision})", flush=True)
     return 0
 
