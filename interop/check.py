@@ -410,7 +410,7 @@ def main() -> int:
     parser.add_argument("check", choices=sorted(CHECKS))
     parser.add_argument("--bin", default=os.environ.get("PORTCULLIS_BIN", str(ROOT / "target/release/portcullis")))
     parser.add_argument("--log", help="driver and gateway stderr (default: a temporary file)")
-    parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--timeout", type=float, default=30.0, help="bound on the whole check, in seconds")
     parser.add_argument(
         "--on-invalid",
         choices=["close", "keep-open"],
@@ -460,7 +460,10 @@ def main() -> int:
                         indent=2,
                     )
                 )
-                events, timed_out = run_driver(argv, config, log, args.timeout)
+                # What is left after the driver: waiting for the gateways' exit
+                # records (at most EXIT_GRACE_S + 1) and a margin for the rest.
+                driver_budget = max(1.0, args.timeout - (EXIT_GRACE_S + 1) - 1)
+                events, timed_out = run_driver(argv, config, log, driver_budget)
                 sessions = sessions_ended(record, expected_sessions)
                 end_leftovers(record, log)
                 log.write(f"[check] gateway runs: {json.dumps(sessions)}\n".encode())
