@@ -13,8 +13,14 @@
 //! otherwise nothing is written. A reused id is never echoed (the client
 //! would pair the error with its earlier request). Notifications are never
 //! answered.
+//!
+//! What a session keeps does not grow with the size of what it is sent: a
+//! request id longer than [`Config::max_id_bytes`] is refused, accepted ids
+//! are remembered as fixed-size digests (at most [`Config::max_session_ids`]
+//! entries, see [`crate::ids`]), and the ledger holds fingerprints, never
+//! ids or arguments (a driver empties it with [`Gateway::drain_ledger`]).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use portcullis_wire::codes::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
@@ -26,7 +32,8 @@ use serde_json::{Map, Value, json};
 
 use crate::authz::{AuthorizedAction, authorize};
 use crate::executor::Outcome;
-use crate::ledger::{JournalEntry, Ledger, RejectionRecord};
+use crate::ids::{IdMemory, Remember};
+use crate::ledger::{Drained, JournalEntry, Ledger, RejectionRecord};
 use crate::mcp::{self, Era, Refusal, Revision};
 use crate::policy::{OnInvalid, Policy};
 use crate::reply;
@@ -38,6 +45,10 @@ pub struct Config {
     pub on_invalid: OnInvalid,
     /// Frame and nesting limits.
     pub limits: Limits,
+    /// Longest accepted string request id, in bytes.
+    pub max_id_bytes: usize,
+    /// Request-id memory entries per session (see [`crate::ids`]).
+    pub max_session_ids: usize,
 }
 
 impl Config {
@@ -49,6 +60,8 @@ impl Config {
                 max_frame_bytes: policy.server.max_frame_bytes,
                 max_depth: policy.server.max_depth,
             },
+            max_id_bytes: policy.server.max_id_bytes,
+            max_session_ids: policy.server.max_session_ids,
         }
     }
 }
@@ -90,12 +103,12 @@ struct InFlight {
     revision: Revision,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Session {
     era: Option<Era>,
     revision: Option<Revision>,
     initialized: bool,
-    seen_ids: HashSet<Id>,
+    seen_ids: IdMemory,
     in_flight: BTreeMap<u64, InFlight>,
     next_ticket: u64,
     closed: bool,
@@ -124,7 +137,15 @@ impl Gateway {
             core: Core {
                 policy: policy.into(),
                 config,
-                session: Session::default(),
+                session: Session {
+                    era: None,
+                    revision: None,
+                    initialized: false,
+                    seen_ids: IdMemory::new(config.max_session_ids),
+                    in_flight: BTreeMap::new(),
+                    next_ticket: 0,
+                    closed: false,
+                },
                 ledger: Ledger::default(),
             },
         }
@@ -161,9 +182,17 @@ impl Gateway {
         effects
     }
 
-    /// The rejection ledger, execution journal and counters.
+    /// The rejection ledger, execution journal and counters: every record
+    /// not yet taken by [`Gateway::drain_ledger`].
     pub fn ledger(&self) -> &Ledger {
         &self.core.ledger
+    }
+
+    /// Take the rejection records and journal entries kept so far, leaving
+    /// the counters. A long-running driver calls it once it has audited
+    /// them, so the ledger does not grow with the session.
+    pub fn drain_ledger(&mut self) -> Drained {
+        self.core.ledger.drain()
     }
 
     /// Whether the session has closed.
@@ -297,13 +326,41 @@ impl Core {
         let reject = |code: i64, reason: String, id: Option<Id>| {
             Rejection::new(Stage::Mcp, code, reason, frame).with_id(id)
         };
-        if !self.session.seen_ids.insert(id.clone()) {
+        if let Id::Str(s) = &id
+            && s.len() > self.config.max_id_bytes
+        {
             let r = reject(
                 INVALID_REQUEST,
-                "request id reused within the session".into(),
-                None,
+                format!(
+                    "request id too long: {} bytes, at most {} (server.max_id_bytes)",
+                    s.len(),
+                    self.config.max_id_bytes
+                ),
+                Some(id),
             );
             return self.refuse(line, r, None, effects);
+        }
+        match self.session.seen_ids.remember(&id) {
+            Remember::Fresh => {}
+            Remember::Reused => {
+                let r = reject(
+                    INVALID_REQUEST,
+                    "request id reused within the session".into(),
+                    None,
+                );
+                return self.refuse(line, r, None, effects);
+            }
+            Remember::Full => {
+                let r = reject(
+                    INVALID_REQUEST,
+                    format!(
+                        "the session remembers at most {} request ids (server.max_session_ids) and they are used up: number requests consecutively or start a new session",
+                        self.config.max_session_ids
+                    ),
+                    Some(id),
+                );
+                return self.refuse(line, r, None, effects);
+            }
         }
         let era = mcp::era_of(method, params.as_ref());
         if let Some(current) = self.session.era
@@ -450,7 +507,7 @@ impl Core {
                     line,
                     tool: action.tool().to_owned(),
                     kind: action.kind(),
-                    target: action.describe_target(),
+                    target: portcullis_wire::Fingerprint::of(action.describe_target().as_bytes()),
                     outcome: None,
                 });
                 effects.push(Effect::Execute(Ticket(ticket), action));

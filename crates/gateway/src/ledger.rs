@@ -1,12 +1,17 @@
 //! Two ledgers, never one counter: what was refused, and what was handed to
 //! the executor. A test can say "one frame rejected, session closed, zero
 //! executor calls" as three separate facts.
+//!
+//! Records are small and fixed-size apart from the tool name (no frame
+//! bytes, ids, arguments or targets: fingerprints stand for them), and a
+//! long-running driver takes them with [`Ledger::drain`] once audited, so
+//! only the counters live as long as the session.
 
 use std::collections::BTreeMap;
 
 use portcullis_wire::{Fingerprint, Stage};
 
-/// One refused frame. No raw bytes, no argument values.
+/// One refused frame. No raw bytes, no id, no argument values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RejectionRecord {
     /// 1-based input line.
@@ -19,7 +24,8 @@ pub struct RejectionRecord {
     pub fingerprint: Fingerprint,
 }
 
-/// One action handed to the executor.
+/// One action handed to the executor. No argument values: the target is
+/// kept as a fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalEntry {
     /// Ticket that correlates `Execute` with `complete`.
@@ -30,8 +36,9 @@ pub struct JournalEntry {
     pub tool: String,
     /// `"http"` or `"ssh"`.
     pub kind: &'static str,
-    /// The authorized target, described.
-    pub target: String,
+    /// SHA-256 of the authorized target's one-line description (the
+    /// audit journal's `target_fingerprint`).
+    pub target: Fingerprint,
     /// `None` while in flight; `Some(is_error)` once completed.
     pub outcome: Option<bool>,
 }
@@ -58,6 +65,16 @@ impl Counters {
     }
 }
 
+/// Records taken out of a [`Ledger`] by [`Ledger::drain`], in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Drained {
+    /// Refused frames.
+    pub rejections: Vec<RejectionRecord>,
+    /// Actions handed to the executor (an entry drained while its action
+    /// runs keeps `outcome: None`).
+    pub journal: Vec<JournalEntry>,
+}
+
 /// The rejection ledger and the execution journal of one session.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
@@ -70,6 +87,14 @@ pub struct Ledger {
 }
 
 impl Ledger {
+    /// Take every record kept so far; the counters stay.
+    pub fn drain(&mut self) -> Drained {
+        Drained {
+            rejections: std::mem::take(&mut self.rejections),
+            journal: std::mem::take(&mut self.journal),
+        }
+    }
+
     pub(crate) fn reject(&mut self, record: RejectionRecord) {
         *self
             .counters
@@ -86,6 +111,7 @@ impl Ledger {
 
     pub(crate) fn completed(&mut self, ticket: u64, is_error: bool) {
         self.counters.executor_completions += 1;
+        // A drained entry is no longer here to update; its driver has it.
         if let Some(entry) = self.journal.iter_mut().rev().find(|e| e.ticket == ticket) {
             entry.outcome = Some(is_error);
         }

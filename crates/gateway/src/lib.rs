@@ -16,6 +16,7 @@
 pub mod authz;
 pub mod executor;
 pub mod gateway;
+mod ids;
 pub mod ledger;
 pub mod mcp;
 pub mod policy;
@@ -27,6 +28,6 @@ pub mod template;
 pub use authz::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
 pub use executor::{Executor, Outcome};
 pub use gateway::{CloseReason, Config, Effect, Gateway, Ticket};
-pub use ledger::{Counters, JournalEntry, Ledger, RejectionRecord};
+pub use ledger::{Counters, Drained, JournalEntry, Ledger, RejectionRecord};
 pub use policy::{OnInvalid, Policy, PolicyError};
 pub use secrets::{Secret, SecretStore};

@@ -35,7 +35,10 @@ pub const TARGETS: &[(&str, Harness)] = &[
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz
 /// targets (their input is a recipe, e.g. a frame repeated into a long
 /// session, rather than bytes worth mutating).
-pub const REPLAYS: &[(&str, Harness)] = &[];
+pub const REPLAYS: &[(&str, Harness)] = &[
+    ("schema_closure", crate::schema_closure::schema_closure),
+    ("session_memory", crate::memory::session_memory),
+];
 
 /// The harness called `name` (a fuzz target or a replay-only harness).
 pub fn by_name(name: &str) -> Option<Harness> {

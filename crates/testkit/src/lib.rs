@@ -19,10 +19,12 @@ pub mod fixtures;
 pub mod harness;
 pub mod json_arbitrary;
 pub mod mcp_schema;
+pub mod memory;
 pub mod model;
 pub mod recorder;
 pub mod reference;
 pub mod regressions;
+pub mod schema_closure;
 pub mod session;
 
 pub use recorder::Recorder;
