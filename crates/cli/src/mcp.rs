@@ -6,15 +6,22 @@
 //! - **stdin reader**: reads chunks and sends them to the core. It holds at
 //!   most [`INPUT_CREDITS`] chunks ahead of the core (the core hands a
 //!   credit back per chunk processed), so a client that floods stdin while
-//!   ignoring stdout cannot grow memory.
+//!   ignoring stdout cannot grow memory. The core hands a chunk to the
+//!   gateway one line at a time and carries out each line's effects before
+//!   the next, so a chunk of small requests with large replies is never
+//!   answered all at once in memory.
 //! - **workers** (`--workers`, default 4): run actions from a bounded queue
 //!   ([`QUEUE_PER_WORKER`] per worker). A full queue refuses the action
-//!   (a tool error saying so) rather than queueing without bound. A panic
+//!   (a tool error saying so) rather than queueing without bound; so does
+//!   a queue whose actions (queued or running) already hold
+//!   [`ACTION_BYTES_PER_FRAME`] × `max_frame_bytes` of targets. A panic
 //!   in a worker is caught and becomes `Outcome::failure("internal error")`.
 //! - **core** (the calling thread): the only owner of the `Gateway`, the
 //!   [`FrameWriter`] and the audit journal. It receives events (stdin chunk,
 //!   stdin end, action done) from one channel and carries out every
-//!   [`Effect`] in order.
+//!   [`Effect`] in order. It drains the gateway's ledger after every call
+//!   (the records go to the audit journal and the log; the counters stay),
+//!   so nothing it keeps grows with the length of the session.
 //!
 //! Time: each action has its tool's timeout, which the executors enforce;
 //! the core also stops waiting [`TIMEOUT_MARGIN`] after it (counted from
@@ -48,7 +55,8 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use portcullis_exec::RealExecutor;
 use portcullis_gateway::{
-    AuthorizedAction, Config, Effect, Executor, Gateway, Outcome, Policy, SecretStore, Ticket,
+    ActionTarget, AuthorizedAction, Config, Drained, Effect, Executor, Gateway, Outcome, Policy,
+    RejectionRecord, SecretStore, Ticket,
 };
 
 use crate::audit::{Journal, OutcomeRecord};
@@ -72,6 +80,11 @@ pub const QUEUE_PER_WORKER: usize = 16;
 const INPUT_CREDITS: usize = 4;
 /// Bytes per stdin read.
 const CHUNK_BYTES: usize = 64 * 1024;
+/// Queued and running actions may hold targets (URLs, argv) of at most this
+/// many times `max_frame_bytes` in all (one action is always admitted): a
+/// target is built from one frame, so this bounds the queue by bytes as
+/// [`QUEUE_PER_WORKER`] bounds it by count.
+pub const ACTION_BYTES_PER_FRAME: usize = 2;
 
 /// Arguments of `portcullis mcp`.
 #[derive(Debug, Args)]
@@ -195,7 +208,11 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         credits: credits_tx,
         _keepalive: events_tx,
         running: HashMap::new(),
-        audited: 0,
+        action_bytes: 0,
+        max_action_bytes: policy
+            .server
+            .max_frame_bytes
+            .saturating_mul(ACTION_BYTES_PER_FRAME),
         state: State::Serving,
         grace: Duration::from_millis(args.grace_ms),
     };
@@ -374,6 +391,8 @@ struct Running {
     awaited: bool,
     /// The client cancelled it.
     client_cancelled: bool,
+    /// Its share of `Driver::action_bytes`.
+    bytes: usize,
 }
 
 struct Driver {
@@ -385,8 +404,9 @@ struct Driver {
     /// Keeps the event channel connected, so waiting never fails.
     _keepalive: Sender<Event>,
     running: HashMap<Ticket, Running>,
-    /// Rejections already written to the journal.
-    audited: usize,
+    /// Target bytes of the actions in `running`.
+    action_bytes: usize,
+    max_action_bytes: usize,
     state: State,
     grace: Duration,
 }
@@ -538,10 +558,20 @@ impl Driver {
         match event {
             Event::Input(bytes) => {
                 if matches!(self.state, State::Serving) {
-                    self.gate(|g| g.receive(&bytes));
+                    // Line by line: the replies to one chunk of small
+                    // requests (each `tools/list` answer can be large) are
+                    // written as they come, never held together.
+                    for piece in bytes.split_inclusive(|&b| b == b'\n') {
+                        if !matches!(self.state, State::Serving) {
+                            break;
+                        }
+                        self.gate(|g| g.receive(piece));
+                    }
                     // Only a serving core reads on; otherwise the reader
                     // stays parked.
-                    let _ = self.credits.try_send(());
+                    if matches!(self.state, State::Serving) {
+                        let _ = self.credits.try_send(());
+                    }
                 }
             }
             Event::Eof => self.end_of_input(),
@@ -578,6 +608,7 @@ impl Driver {
         let Some(running) = self.running.remove(&done.ticket) else {
             return;
         };
+        self.action_bytes -= running.bytes;
         if let Some(journal) = &mut self.journal {
             let record = OutcomeRecord {
                 outcome: &done.outcome,
@@ -597,41 +628,39 @@ impl Driver {
     }
 
     /// Call the gateway and carry out its effects, journaling its new
-    /// rejections in input-line order with the actions.
+    /// rejections in input-line order with the actions. The records are
+    /// drained from the gateway's ledger here, so it never grows.
     fn gate(&mut self, call: impl FnOnce(&mut Gateway) -> Vec<Effect>) {
         let effects = call(&mut self.gateway);
+        let Drained {
+            rejections,
+            journal,
+        } = self.gateway.drain_ledger();
+        let mut rejections = rejections.into_iter().peekable();
         for effect in effects {
             let line = match &effect {
-                Effect::Execute(ticket, _) => self.line_of(*ticket),
+                Effect::Execute(ticket, _) => journal
+                    .iter()
+                    .find(|e| e.ticket == ticket.0)
+                    .map(|e| e.line),
                 Effect::Close(reason) => Some(reason.line + 1),
                 Effect::Write(_) | Effect::Cancel(_) => None,
             };
             if let Some(line) = line {
-                self.journal_rejections(line);
+                self.journal_rejections(&mut rejections, line);
             }
-            self.apply(effect);
+            self.apply(effect, line);
         }
-        self.journal_rejections(u64::MAX);
+        self.journal_rejections(&mut rejections, u64::MAX);
     }
 
-    /// The input line of the frame that produced `ticket`.
-    fn line_of(&self, ticket: Ticket) -> Option<u64> {
-        self.gateway
-            .ledger()
-            .journal
-            .iter()
-            .rev()
-            .find(|e| e.ticket == ticket.0)
-            .map(|e| e.line)
-    }
-
-    /// Log and journal the rejections not yet journaled from lines before
-    /// `before`.
-    fn journal_rejections(&mut self, before: u64) {
-        let rejections = &self.gateway.ledger().rejections;
-        while let Some(r) = rejections.get(self.audited)
-            && r.line < before
-        {
+    /// Log and journal the drained rejections from lines before `before`.
+    fn journal_rejections(
+        &mut self,
+        rejections: &mut std::iter::Peekable<std::vec::IntoIter<RejectionRecord>>,
+        before: u64,
+    ) {
+        while let Some(r) = rejections.next_if(|r| r.line < before) {
             tracing::debug!(
                 line = r.line,
                 stage = r.stage.as_str(),
@@ -640,15 +669,15 @@ impl Driver {
                 "frame rejected"
             );
             if let Some(journal) = &mut self.journal
-                && let Err(err) = journal.rejection(r)
+                && let Err(err) = journal.rejection(&r)
             {
                 tracing::error!(error = %err, "cannot write a rejection to the audit journal");
             }
-            self.audited += 1;
         }
     }
 
-    fn apply(&mut self, effect: Effect) {
+    /// Carry out one effect; `line` is the input line of an `Execute`'s frame.
+    fn apply(&mut self, effect: Effect, line: Option<u64>) {
         match effect {
             Effect::Write(frame) => {
                 if !self.writer.is_open() {
@@ -659,7 +688,7 @@ impl Driver {
                     self.stop(EXIT_STDOUT);
                 }
             }
-            Effect::Execute(ticket, action) => self.execute(ticket, action),
+            Effect::Execute(ticket, action) => self.execute(ticket, action, line),
             Effect::Cancel(ticket) => {
                 if let Some(r) = self.running.get_mut(&ticket) {
                     r.awaited = false;
@@ -691,7 +720,7 @@ impl Driver {
         };
     }
 
-    fn execute(&mut self, ticket: Ticket, action: AuthorizedAction) {
+    fn execute(&mut self, ticket: Ticket, action: AuthorizedAction, line: Option<u64>) {
         if matches!(self.state, State::Stopping { .. }) || !self.writer.is_open() {
             tracing::info!(
                 ticket = ticket.0,
@@ -699,7 +728,6 @@ impl Driver {
             );
             return;
         }
-        let line = self.line_of(ticket);
         if let Some(journal) = &mut self.journal
             && let Err(err) = journal.intent(ticket, line, &action)
         {
@@ -725,13 +753,22 @@ impl Driver {
             "running action"
         );
         let cancelled = Arc::new(AtomicBool::new(false));
+        let bytes = target_bytes(&action);
         let job = Job {
             ticket,
             action,
             cancelled: Arc::clone(&cancelled),
         };
-        match self.jobs.try_send(job) {
+        let room = self.running.is_empty()
+            || self.action_bytes.saturating_add(bytes) <= self.max_action_bytes;
+        let sent = if room {
+            self.jobs.try_send(job)
+        } else {
+            Err(TrySendError::Full(job))
+        };
+        match sent {
             Ok(()) => {
+                self.action_bytes += bytes;
                 self.running.insert(
                     ticket,
                     Running {
@@ -739,6 +776,7 @@ impl Driver {
                         cancelled,
                         awaited: true,
                         client_cancelled: false,
+                        bytes,
                     },
                 );
             }
@@ -764,5 +802,14 @@ impl Driver {
                 self.gate(|g| g.complete(ticket, outcome));
             }
         }
+    }
+}
+
+/// The bytes an action's target holds (what a queued action costs beyond
+/// its fixed size).
+fn target_bytes(action: &AuthorizedAction) -> usize {
+    match action.target() {
+        ActionTarget::Http(h) => h.url().as_str().len(),
+        ActionTarget::Ssh(s) => s.argv().iter().map(String::len).sum::<usize>() + s.host().len(),
     }
 }

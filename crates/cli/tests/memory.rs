@@ -1,0 +1,311 @@
+//! `portcullis mcp` holds session state bounded by configuration, not by the
+//! length of the session: its peak resident set over a long stream of varied
+//! traffic stays within `4 × max_frame_bytes + 32 MiB`.
+//!
+//! The traffic is generated round by round into the child's stdin from a
+//! writer thread (never held whole): pings whose ids are nearly a frame
+//! long, pings with ids near the id cap, calls with an argument nearly a
+//! frame long (one executed, one refused by the schema), a call with a
+//! 32 KiB argument sent to a fast loopback upstream, a frame that is not
+//! JSON, an over-long line, a thousand small pings and a `tools/list`. The
+//! figure is the child's `VmHWM`, read from `/proc` once the last request
+//! is answered and before stdin closes.
+//!
+//! Against the release binary (`PORTCULLIS_BIN`, as `.ci/run` sets it) the
+//! stream is 1 GiB; against the debug build it is [`DEBUG_TRAFFIC`], which
+//! checks the same bound on a shorter session.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{Fixture, Launch, drain, wait_limited};
+
+const MAX_FRAME_BYTES: usize = 1024 * 1024;
+const RELEASE_TRAFFIC: u64 = 1024 * 1024 * 1024;
+const DEBUG_TRAFFIC: u64 = 24 * 1024 * 1024;
+const SMALL_PINGS_PER_ROUND: usize = 1000;
+const LAST_ID: &str = "memory-test-last";
+
+/// A loopback HTTP service that reads each request head to its end (however
+/// long the URL), keeps none of it, and answers at once.
+struct FastUpstream {
+    port: u16,
+    requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FastUpstream {
+    fn start() -> Self {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, halt) = (Arc::clone(&requests), Arc::clone(&stop));
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                if halt.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let count = Arc::clone(&count);
+                thread::spawn(move || answer(stream, &count));
+            }
+        });
+        Self {
+            port,
+            requests,
+            stop,
+        }
+    }
+}
+
+impl Drop for FastUpstream {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port));
+    }
+}
+
+fn answer(mut stream: TcpStream, count: &AtomicUsize) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut tail = [0u8; 4];
+    'head: loop {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                for &b in &buf[..n] {
+                    tail = [tail[1], tail[2], tail[3], b];
+                    if &tail == b"\r\n\r\n" {
+                        break 'head;
+                    }
+                }
+            }
+        }
+    }
+    count.fetch_add(1, Ordering::SeqCst);
+    let _ = stream.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+    );
+}
+
+fn policy(port: u16) -> String {
+    format!(
+        r#"[server]
+name = "memory-test"
+on_invalid = "keep-open"
+max_frame_bytes = {MAX_FRAME_BYTES}
+
+[[tools]]
+name = "echo"
+timeout_ms = 10000
+[tools.http]
+method = "GET"
+url = "http://127.0.0.1:{port}/echo/{{text}}"
+allow = ["127.0.0.1:{port}"]
+[tools.input_schema]
+type = "object"
+required = ["text"]
+additionalProperties = false
+properties.text = {{ type = "string", pattern = "^[a-z0-9]+$" }}
+"#
+    )
+}
+
+/// One round of traffic appended to `out`; returns the frames it answers.
+fn round(out: &mut Vec<u8>, round: u64, next_id: &mut u64) -> u64 {
+    let pad = |n: usize, byte: u8| vec![byte; n];
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("ascii");
+    let mut line = |s: &str| {
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'\n');
+    };
+    // An id nearly a frame long (refused by the id cap, echoed).
+    line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"long-{round}-{}","method":"ping"}}"#,
+        text(pad(MAX_FRAME_BYTES - 100, b'i'))
+    ));
+    // An id near the default cap (served, remembered as a digest).
+    line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"near-{round}-{}","method":"ping"}}"#,
+        text(pad(1000, b'n'))
+    ));
+    // A call whose argument is nearly a frame long: run (or answered busy).
+    line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"run-{round}","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        text(pad(MAX_FRAME_BYTES - 200, b'a'))
+    ));
+    // A call the upstream receives (URLs past 64 KiB are refused by the
+    // HTTP client, after the action was queued and run).
+    line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"sent-{round}","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        text(pad(32 * 1024, b'c'))
+    ));
+    // The same size refused by the schema (the pattern).
+    line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"refused-{round}","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}-"}}}}}}"#,
+        text(pad(MAX_FRAME_BYTES - 200, b'b'))
+    ));
+    // Not JSON: rejected, nothing to answer (no readable id under keep-open).
+    line(&format!(
+        r#"{{"jsonrpc":"2.0","id":"broken-{round}","x":"{}"#,
+        text(pad(MAX_FRAME_BYTES / 2, b'x'))
+    ));
+    // An over-long line: rejected while streaming, never buffered.
+    out.extend(std::iter::repeat_n(b'o', 3 * MAX_FRAME_BYTES));
+    out.push(b'\n');
+    for _ in 0..SMALL_PINGS_PER_ROUND {
+        *next_id += 1;
+        out.extend_from_slice(
+            format!(r#"{{"jsonrpc":"2.0","id":{},"method":"ping"}}"#, *next_id).as_bytes(),
+        );
+        out.push(b'\n');
+    }
+    *next_id += 1;
+    out.extend_from_slice(
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"tools/list"}}"#,
+            *next_id
+        )
+        .as_bytes(),
+    );
+    out.push(b'\n');
+    5 + SMALL_PINGS_PER_ROUND as u64 + 1
+}
+
+/// The child's `VmHWM` in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM");
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM in kB")
+}
+
+#[test]
+fn peak_memory_over_a_long_varied_session_stays_within_four_frames_and_32_mib() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        eprintln!("no /proc: cannot read the child's peak resident set; skipping");
+        return;
+    }
+    let traffic = if std::env::var_os("PORTCULLIS_BIN").is_some() {
+        RELEASE_TRAFFIC
+    } else {
+        DEBUG_TRAFFIC
+    };
+    let upstream = FastUpstream::start();
+    let fx = Fixture::new(&policy(upstream.port));
+    let launch =
+        Launch::new(fx.cwd.path(), &["mcp", "--log-level", "error", "--policy"]).arg(&fx.policy);
+    let started = Instant::now();
+    let mut child = launch.spawn();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = drain(child.stderr.take().expect("stderr"));
+
+    // stdout: count frames, spot the answer to the last request.
+    let (last_seen, answered) = mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut stdout = stdout;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut frames = 0u64;
+        let mut bytes = 0u64;
+        let mut short = Vec::new();
+        let mut long = false;
+        loop {
+            let n = match stdout.read(&mut buf) {
+                Ok(0) | Err(_) => return (frames, bytes),
+                Ok(n) => n,
+            };
+            bytes += n as u64;
+            for &b in &buf[..n] {
+                if b == b'\n' {
+                    frames += 1;
+                    if !long
+                        && short
+                            .windows(LAST_ID.len())
+                            .any(|w| w == LAST_ID.as_bytes())
+                    {
+                        let _ = last_seen.send(());
+                    }
+                    short.clear();
+                    long = false;
+                } else if !long {
+                    short.push(b);
+                    long = short.len() > 256;
+                }
+            }
+        }
+    });
+
+    // stdin: the handshake, rounds until `traffic` bytes, the last request.
+    let writer = thread::spawn(move || {
+        let mut expected = 1u64;
+        let mut written = 0u64;
+        let mut rounds = 0u64;
+        let mut next_id = 1u64;
+        let mut out = Vec::with_capacity(8 * MAX_FRAME_BYTES);
+        out.extend_from_slice(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"memory-test","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#,
+        );
+        while written < traffic {
+            expected += round(&mut out, rounds, &mut next_id);
+            rounds += 1;
+            stdin.write_all(&out).expect("the gateway reads on");
+            written += out.len() as u64;
+            out.clear();
+        }
+        stdin
+            .write_all(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{LAST_ID}\",\"method\":\"ping\"}}\n")
+                    .as_bytes(),
+            )
+            .expect("the gateway reads on");
+        (stdin, expected + 1, written, rounds)
+    });
+
+    let (stdin, expected, written, rounds) = writer.join().expect("writer");
+    answered
+        .recv_timeout(Duration::from_secs(600))
+        .expect("the last request is answered");
+    let peak_kib = peak_rss_kib(pid);
+    drop(stdin);
+    let status = wait_limited(&mut child, Duration::from_secs(60), &launch.describe());
+    let (frames, stdout_bytes) = reader.join().expect("stdout reader");
+    let stderr = String::from_utf8_lossy(&stderr.join().expect("stderr")).into_owned();
+    let bound_kib = (4 * MAX_FRAME_BYTES as u64 + 32 * 1024 * 1024) / 1024;
+    eprintln!(
+        "portcullis mcp: peak RSS {peak_kib} KiB (bound {bound_kib} KiB = 4 x max_frame_bytes {MAX_FRAME_BYTES} + 32 MiB) over {} MiB in {rounds} rounds, {frames} frames ({} MiB) out, {} upstream requests, {:?}",
+        written / (1024 * 1024),
+        stdout_bytes / (1024 * 1024),
+        upstream.requests.load(Ordering::SeqCst),
+        started.elapsed()
+    );
+    assert_eq!(status.code(), Some(0), "exit status\nstderr:\n{stderr}");
+    assert_eq!(
+        frames, expected,
+        "every request is answered exactly once\nstderr:\n{stderr}"
+    );
+    assert!(
+        upstream.requests.load(Ordering::SeqCst) > 0,
+        "some calls ran against the upstream"
+    );
+    assert!(
+        peak_kib <= bound_kib,
+        "peak RSS {peak_kib} KiB exceeds 4 x max_frame_bytes + 32 MiB = {bound_kib} KiB over {} MiB of traffic",
+        written / (1024 * 1024)
+    );
+}
