@@ -309,3 +309,53 @@ fn peak_memory_over_a_long_varied_session_stays_within_four_frames_and_32_mib() 
         written / (1024 * 1024)
     );
 }
+
+#[test]
+fn queued_actions_are_bounded_by_bytes_and_a_call_past_the_bound_is_answered_busy() {
+    // Frames of at most 64 KiB: queued and running targets may hold 128 KiB.
+    let server = common::FakeHttp::start();
+    let port = server.port();
+    let fx = Fixture::new(&format!(
+        r#"[server]
+name = "memory-test"
+max_frame_bytes = 65536
+
+[[tools]]
+name = "slow_echo"
+[tools.http]
+method = "GET"
+url = "http://127.0.0.1:{port}/slow/{{text}}"
+allow = ["127.0.0.1:{port}"]
+[tools.input_schema]
+type = "object"
+required = ["text"]
+additionalProperties = false
+properties.text = {{ type = "string", pattern = "^[a-z]+$" }}
+"#
+    ));
+    // Three slow calls of 45 KB targets each: the third would take the
+    // queue past 128 KiB while the first two run.
+    let text = "a".repeat(45_000);
+    let calls: Vec<Vec<u8>> = (2..=4)
+        .map(|id| common::call(id, "slow_echo", serde_json::json!({ "text": text })))
+        .collect();
+    let run = Launch::new(fx.cwd.path(), &["mcp", "--policy"])
+        .arg(&fx.policy)
+        .run(&common::session(&[&calls[0], &calls[1], &calls[2]]));
+    run.assert_code(0);
+    for id in [2, 3] {
+        let (answer, is_error) = run.tool_result(id);
+        let shown: String = answer.chars().take(80).collect();
+        assert!(
+            !is_error && answer.starts_with("status ok for /slow/aaa"),
+            "{id}: {shown}"
+        );
+    }
+    let (answer, is_error) = run.tool_result(4);
+    let shown: String = answer.chars().take(80).collect();
+    assert!(
+        is_error && answer.starts_with("busy:"),
+        "the third call ran: {shown}"
+    );
+    assert_eq!(server.connections(), 2, "{}", run.context());
+}
