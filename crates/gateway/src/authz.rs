@@ -82,6 +82,10 @@ pub enum Denial {
     /// An argv element that begins with a placeholder would start with `-`.
     #[error("{0} would start with '-' and be read as an option")]
     OptionLike(Component),
+    /// The built URL is longer than an HTTP client will send; denied here so
+    /// that the call never queues for an executor that must refuse it.
+    #[error("the built URL would exceed {0} bytes")]
+    UrlTooLong(usize),
     /// The built request, parsed back, is not exactly what the template and
     /// the arguments describe. Checks made before a URL builder rewrites its
     /// input prove nothing; this is the check on the built thing.
@@ -265,6 +269,10 @@ fn escaped(t: &Template, call: &CheckedCall) -> Result<String, Denial> {
     })
 }
 
+/// The longest URL the HTTP executor's request line accepts (the `http`
+/// crate refuses longer URIs).
+pub const MAX_URL_BYTES: usize = 65_534;
+
 /// Bytes a built path segment or query value keeps as is: RFC 3986
 /// unreserved. Everything else is percent-encoded, so the built URL holds
 /// no character a parser could reinterpret.
@@ -308,6 +316,9 @@ fn http(spec: &HttpSpec, call: &CheckedCall) -> Result<HttpRequest, Denial> {
         text.push('=');
         text.push_str(&escaped(t, call)?);
         query.push((key.as_str(), value));
+    }
+    if text.len() > MAX_URL_BYTES {
+        return Err(Denial::UrlTooLong(MAX_URL_BYTES));
     }
     let url = Url::parse(&text).map_err(|_| Denial::Unfaithful("the URL does not parse"))?;
     faithful(&url, &spec.scheme, &target, &segments, &query)?;

@@ -325,3 +325,13 @@ fn literal_dot_segments_are_refused_at_load() {
         assert!(err.to_string().contains("'.' and '..'"), "{err}");
     }
 }
+
+#[test]
+fn a_url_the_executor_cannot_send_is_denied_before_it_queues() {
+    let p = avatar_policy();
+    let long = "a".repeat(portcullis_gateway::authz::MAX_URL_BYTES);
+    assert_eq!(
+        denial(&p, "avatar_delete", json!({"user": long, "size": "s"})),
+        Denial::UrlTooLong(portcullis_gateway::authz::MAX_URL_BYTES)
+    );
+}
