@@ -311,10 +311,13 @@ fn http(spec: &HttpSpec, call: &CheckedCall) -> Result<HttpRequest, Denial> {
     let mut query = Vec::with_capacity(spec.query.len());
     for (i, (key, t)) in spec.query.iter().enumerate() {
         let value = expand(t, call, Component::QueryValue(key.clone()))?;
+        // Form decoding, which servers apply to queries, reads '+' as a
+        // space; a '+' the policy wrote in a literal is sent as %2B so it
+        // arrives as '+'. Encoded arguments hold no raw '+'.
         text.push(if i == 0 { '?' } else { '&' });
-        text.push_str(key);
+        text.push_str(&key.replace('+', "%2B"));
         text.push('=');
-        text.push_str(&escaped(t, call)?);
+        text.push_str(&escaped(t, call)?.replace('+', "%2B"));
         query.push((key.as_str(), value));
     }
     if text.len() > MAX_URL_BYTES {
@@ -396,10 +399,10 @@ fn faithful(
         let (k, v) = pair
             .split_once('=')
             .ok_or(Denial::Unfaithful("a query pair lost its value"))?;
-        if decode(k)? != *key {
+        if decode_form(k)? != *key {
             return Err(Denial::Unfaithful("the query has different keys"));
         }
-        if decode(v)? != *value {
+        if decode_form(v)? != *value {
             return Err(Denial::Unfaithful("a query value changed"));
         }
     }
@@ -411,6 +414,11 @@ fn decode(text: &str) -> Result<String, Denial> {
         .decode_utf8()
         .map(|c| c.into_owned())
         .map_err(|_| Denial::Unfaithful("a component does not decode to UTF-8"))
+}
+
+/// Query components as a server reads them: `+` is a space.
+fn decode_form(text: &str) -> Result<String, Denial> {
+    decode(&text.replace('+', " "))
 }
 
 fn ssh(spec: &SshSpec, call: &CheckedCall) -> Result<SshCommand, Denial> {

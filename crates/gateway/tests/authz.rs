@@ -335,3 +335,33 @@ fn a_url_the_executor_cannot_send_is_denied_before_it_queues() {
         Denial::UrlTooLong(portcullis_gateway::authz::MAX_URL_BYTES)
     );
 }
+
+#[test]
+fn a_plus_in_a_query_literal_arrives_as_a_plus() {
+    // Found by authz_expansion on the first faithful builder: a literal '+'
+    // was written as is and form decoding read it as a space.
+    let text = AVATAR.replace(
+        "http://127.0.0.1:8080/users/{user}/avatar?size={size}",
+        "http://127.0.0.1:8080/users/{user}/avatar?a+b=x+{size}",
+    );
+    let mut p = Policy::from_toml(&text, Path::new("plus.toml")).unwrap();
+    let mut store = SecretStore::default();
+    store.insert("tok", Secret::new("t0ken"));
+    p = p.bind_secrets(store);
+    let Value::Object(args) = json!({"user": "u", "size": "1 +2"}) else {
+        panic!()
+    };
+    let checked = p
+        .tool("avatar_delete")
+        .unwrap()
+        .schema
+        .check("avatar_delete", args)
+        .unwrap();
+    let action = authorize(&p, checked).unwrap();
+    let ActionTarget::Http(h) = action.target() else {
+        panic!()
+    };
+    assert_eq!(h.url().query(), Some("a%2Bb=x%2B1%20%2B2"));
+    let pairs: Vec<(String, String)> = h.url().query_pairs().into_owned().collect();
+    assert_eq!(pairs, [("a+b".to_owned(), "x+1 +2".to_owned())]);
+}
