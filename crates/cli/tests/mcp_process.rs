@@ -11,7 +11,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{
-    FakeHttp, Fixture, Launch, Run, Step, call, frame, hostile_cases, http_policy, session,
+    FakeHttp, Fixture, Launch, Run, Step, call, frame, hostile_case_exit, hostile_cases,
+    http_policy, session,
 };
 use serde_json::json;
 
@@ -120,8 +121,8 @@ fn hostile_inputs_open_no_connection_and_close_the_session() {
         );
         assert_eq!(
             run.code(),
-            Some(3),
-            "case {name:?}: expected a closed session\n{}",
+            Some(hostile_case_exit(name)),
+            "case {name:?}\n{}",
             run.context()
         );
         // Whatever was answered, no call succeeded.
@@ -158,8 +159,9 @@ fn stdout_stays_clean_with_tracing_backtraces_and_no_home_and_secrets_stay_out_o
             Step::Sleep(Duration::from_millis(1200)),
             Step::Write(leak),
         ]);
-    // The second call is refused by the schema, which closes the session.
-    run.assert_code(3);
+    // The second call is refused by the schema: a tool error; the session
+    // then ends at end of input.
+    run.assert_code(0);
     assert_eq!(run.assert_clean_stdout(), 3, "{}", run.context());
     assert_answered_ok(&run, 2, "status ok");
     let (_, is_error) = run.tool_result(3);

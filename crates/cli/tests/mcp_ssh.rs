@@ -15,7 +15,7 @@ mod ssh_lifetime;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Launch, call, hostile_cases, session};
+use common::{Launch, call, hostile_case_exit, hostile_cases, session};
 use portcullis_exec::testing::LocalSshd;
 use rustix::process::Signal;
 use serde_json::json;
@@ -78,7 +78,12 @@ fn a_valid_call_runs_exactly_one_remote_command_and_hostile_inputs_none() {
     for (name, input) in hostile_cases("note", &args) {
         let run = launch.run(&input);
         run.assert_clean_stdout();
-        assert_eq!(run.code(), Some(3), "case {name:?}\n{}", run.context());
+        assert_eq!(
+            run.code(),
+            Some(hostile_case_exit(name)),
+            "case {name:?}\n{}",
+            run.context()
+        );
         assert!(
             !marker.exists(),
             "case {name:?} ran a remote command\n{}\nsshd log:\n{}",

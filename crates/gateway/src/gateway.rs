@@ -35,7 +35,7 @@ use crate::executor::Outcome;
 use crate::ids::{IdMemory, Remember};
 use crate::ledger::{Drained, JournalEntry, Ledger, RejectionRecord};
 use crate::mcp::{self, Era, Refusal, Revision};
-use crate::policy::{OnInvalid, Policy};
+use crate::policy::{OnDenied, OnInvalid, Policy};
 use crate::reply;
 
 /// Session settings.
@@ -43,6 +43,8 @@ use crate::reply;
 pub struct Config {
     /// What to do after an invalid frame.
     pub on_invalid: OnInvalid,
+    /// What to do after a refused well-formed call.
+    pub on_denied: OnDenied,
     /// Frame and nesting limits.
     pub limits: Limits,
     /// Longest accepted string request id, in bytes.
@@ -56,6 +58,7 @@ impl Config {
     pub fn from_policy(policy: &Policy) -> Self {
         Self {
             on_invalid: policy.server.on_invalid,
+            on_denied: policy.server.on_denied,
             limits: Limits {
                 max_frame_bytes: policy.server.max_frame_bytes,
                 max_depth: policy.server.max_depth,
@@ -363,6 +366,9 @@ impl Core {
             }
         }
         let era = mcp::era_of(method, params.as_ref());
+        if method == "ping" {
+            return self.ping(line, frame, id, era, params.as_ref(), effects);
+        }
         if let Some(current) = self.session.era
             && current != era
         {
@@ -378,11 +384,6 @@ impl Core {
                 match method {
                     "initialize" => {
                         return self.initialize(line, frame, id, params.as_ref(), effects);
-                    }
-                    "ping" => {
-                        self.session.era = Some(Era::Legacy);
-                        let revision = self.session.revision.unwrap_or(Revision::V2025_11_25);
-                        return self.respond(id, reply::empty(revision), effects);
                     }
                     _ if !self.session.initialized => {
                         let r = reject(
@@ -437,6 +438,28 @@ impl Core {
         }
     }
 
+    /// `ping` is served in both eras, before and after the handshake, and
+    /// fixes no era: a liveness probe says nothing about the session. With
+    /// a modern `_meta` its protocol version is still checked.
+    fn ping(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        id: Id,
+        era: Era,
+        params: Option<&Map<String, Value>>,
+        effects: &mut Vec<Effect>,
+    ) {
+        let revision = match era {
+            Era::Legacy => self.session.revision.unwrap_or(Revision::V2025_11_25),
+            Era::Modern => match mcp::modern_meta(params) {
+                Ok(revision) => revision,
+                Err(refusal) => return self.refuse_request(line, frame, id, refusal, effects),
+            },
+        };
+        self.respond(id, reply::empty(revision), effects)
+    }
+
     fn initialize(
         &mut self,
         line: u64,
@@ -484,9 +507,9 @@ impl Core {
             Ok(checked) => checked,
             Err(errors) => {
                 let text = format!(
-                    "arguments do not match the input schema of {}: {}",
+                    "arguments do not match the input schema of {}:\n{}",
                     tool.name,
-                    errors.join("; ")
+                    errors.join("\n")
                 );
                 return self.refuse_call(line, frame, Stage::Schema, id, revision, text, effects);
             }
@@ -640,7 +663,10 @@ impl Core {
             fingerprint,
         });
         self.respond(id, reply::call_tool(revision, &text, true), effects);
-        if self.config.on_invalid == OnInvalid::Close {
+        // The frame was well formed and the peer is in step: the refusal is
+        // an answer the model can act on, not a reason to end the session,
+        // unless the policy opts in.
+        if self.config.on_denied == OnDenied::Close {
             self.close(
                 CloseReason {
                     line,

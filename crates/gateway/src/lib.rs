@@ -29,5 +29,5 @@ pub use authz::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
 pub use executor::{Executor, Outcome};
 pub use gateway::{CloseReason, Config, Effect, Gateway, Ticket};
 pub use ledger::{Counters, Drained, JournalEntry, Ledger, RejectionRecord};
-pub use policy::{OnInvalid, Policy, PolicyError};
+pub use policy::{OnDenied, OnInvalid, Policy, PolicyError};
 pub use secrets::{Secret, SecretStore};

@@ -81,6 +81,20 @@ pub enum OnInvalid {
     KeepOpen,
 }
 
+/// What to do after a well-formed `tools/call` is refused by the schema or
+/// by authorization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnDenied {
+    /// Answer with a tool error (`isError: true`) and go on: a model's typo
+    /// must not take every tool away.
+    #[default]
+    ToolError,
+    /// Answer with the tool error, then close the session (under either
+    /// `on_invalid` mode).
+    Close,
+}
+
 /// `[server]`.
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
@@ -92,6 +106,8 @@ pub struct ServerSettings {
     pub instructions: Option<String>,
     /// Session policy after an invalid frame.
     pub on_invalid: OnInvalid,
+    /// Session policy after a refused well-formed call.
+    pub on_denied: OnDenied,
     /// Largest accepted frame.
     pub max_frame_bytes: usize,
     /// Deepest accepted JSON nesting.
@@ -273,6 +289,8 @@ struct RawServer {
     instructions: Option<String>,
     #[serde(default)]
     on_invalid: OnInvalid,
+    #[serde(default)]
+    on_denied: OnDenied,
     max_frame_bytes: Option<u64>,
     max_depth: Option<u64>,
     max_id_bytes: Option<u64>,
@@ -461,6 +479,7 @@ impl Validator<'_> {
                 .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
             instructions: raw.instructions,
             on_invalid: raw.on_invalid,
+            on_denied: raw.on_denied,
             max_frame_bytes: max_frame_bytes as usize,
             max_depth: max_depth as usize,
             max_id_bytes: max_id_bytes as usize,

@@ -8,7 +8,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use portcullis_gateway::mcp::Revision;
 use portcullis_gateway::{ActionTarget, OnInvalid, Outcome, reply};
 use portcullis_wire::strict_json::parse_value;
-use portcullis_wire::{ErrorObject, Id, Limits, Outbound, check_transcript, encode};
+use portcullis_wire::{ErrorObject, Id, Limits, Outbound, Stage, check_transcript, encode};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
@@ -84,21 +84,34 @@ pub fn stdin_bytes(data: &[u8]) {
             );
             assert_allowlisted(action.target());
         }
+        // A well-formed call refused by the schema or authorization is a
+        // tool error and never ends the session; any other rejection under
+        // `close` does, and nothing after it is processed.
+        if let Some(closed) = &report.closed {
+            assert!(
+                !matches!(closed.stage, Stage::Schema | Stage::Authz),
+                "{mode:?}: a refused call closed the session: {closed:?}"
+            );
+        }
+        let invalid = report
+            .rejections
+            .iter()
+            .find(|r| !matches!(r.stage, Stage::Schema | Stage::Authz));
         if mode == OnInvalid::Close
-            && let Some(first) = report.rejections.first()
+            && let Some(first) = invalid
         {
             assert!(
                 report.journal.iter().all(|e| e.line < first.line),
-                "an action was recorded after the first rejected frame (line {})",
+                "an action was recorded after the first invalid frame (line {})",
                 first.line
             );
             assert!(
                 report.closed.is_some(),
-                "a rejection under close must close the session"
+                "an invalid frame under close must close the session"
             );
             assert_eq!(
-                report.rejections.len(),
-                1,
+                report.rejections.last().map(|r| r.line),
+                Some(first.line),
                 "nothing is processed after close"
             );
         }

@@ -3,12 +3,13 @@
 //!
 //! The model is written from the spec, not from the gateway's code: a
 //! legacy session serves only `initialize` and `ping` before the
-//! handshake; eras never mix; every invalid frame closes the session under
-//! `close` and is skipped under `keep-open`; ids are never reused; a valid
-//! call executes exactly once. Every tool kind's arguments are
-//! schema-checked: a call to the HTTP or the SSH tool with arguments its
-//! schema refuses executes nothing and is answered with an `isError`
-//! result. The depth limit counts from the top of the frame, so it holds
+//! handshake; `ping` is served in either era and fixes none; eras never
+//! mix; every invalid frame closes the session under `close` and is skipped
+//! under `keep-open`; ids are never reused; a valid call executes exactly
+//! once. Every tool kind's arguments are schema-checked: a call to the HTTP
+//! or the SSH tool with arguments its schema refuses executes nothing, is
+//! answered with an `isError` result and leaves the session open in both
+//! modes. The depth limit counts from the top of the frame, so it holds
 //! inside `params.arguments` as anywhere else. The model also predicts the
 //! stage of every rejection.
 
@@ -250,10 +251,11 @@ impl Model {
     }
 
     /// A well-formed call refused by the schema or authorization: a tool
-    /// error answering `id`, and a rejection at `stage`.
+    /// error answering `id` and a rejection at `stage`; the session goes on
+    /// in both modes (`on_denied` defaults to a tool error).
     fn refused_call(&mut self, id: i64, stage: Stage) {
         self.tool_errors.push(id);
-        self.invalid(stage);
+        self.rejections.push(stage);
     }
 
     /// A call to `tool`, one of the tools whose only argument is a
@@ -303,9 +305,13 @@ impl Model {
                 fixtures::initialized()
             }
             Op::Ping => {
+                // Served in either era, before or after the handshake, and
+                // fixes no era; only a reused id is refused.
                 let id = self.fresh_id();
-                if self.admit(id, Era::Legacy) {
-                    self.era = Some(Era::Legacy);
+                if self.used.contains(&id) {
+                    self.invalid(Stage::Mcp);
+                } else {
+                    self.used.push(id);
                 }
                 frame(&json!({"jsonrpc":"2.0","id":id,"method":"ping"}))
             }

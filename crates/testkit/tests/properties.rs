@@ -187,10 +187,8 @@ fn both_tool_kinds_refuse_schema_violations_with_a_tool_error() {
                 let id = if modern { 1 } else { 2 };
                 assert_eq!(scenario.tool_errors, [id], "{ops:?}");
                 assert_eq!(scenario.rejections, [Stage::Schema], "{ops:?}");
-                assert_eq!(
-                    scenario.expected.len(),
-                    usize::from(mode == OnInvalid::KeepOpen)
-                );
+                assert_eq!(scenario.expected.len(), 1, "the session goes on: {ops:?}");
+                assert!(!scenario.closes);
                 check_model(&ops, mode);
             }
         }
@@ -227,5 +225,27 @@ fn the_depth_limit_holds_inside_arguments() {
                 .collect::<Vec<_>>(),
             mode,
         );
+    }
+}
+
+/// Issue 10 acceptance: four calls with bad arguments, then a good one —
+/// four tool errors, one action, the session still open, in both modes.
+#[test]
+fn four_bad_calls_then_a_good_one_keep_the_session() {
+    let ops = [
+        Op::Initialize,
+        Op::Initialized,
+        Op::Call(Service::Spaced),
+        Op::Restart(Service::LeadingDash),
+        Op::Call(Service::ExtraProperty),
+        Op::Restart(Service::WrongType),
+        Op::Call(Service::Web1),
+    ];
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        let scenario = model::scenario(&ops, mode, 65536);
+        assert_eq!(scenario.tool_errors, [2, 3, 4, 5]);
+        assert_eq!(scenario.expected.len(), 1);
+        assert!(!scenario.closes);
+        check_model(&ops, mode);
     }
 }

@@ -524,6 +524,18 @@ pub fn nested(depth: usize) -> Value {
     serde_json::from_str(&text).expect("nested arrays")
 }
 
+/// The expected exit of `portcullis mcp` (default policy) fed one hostile
+/// case and then end of input: a well-formed call refused by the schema or
+/// authorization is a tool error and the session runs on (0); anything else
+/// closes it (3).
+pub fn hostile_case_exit(name: &str) -> i32 {
+    let refused_call = [
+        "unknown argument property",
+        "denied host after template expansion",
+    ];
+    if refused_call.contains(&name) { 0 } else { 3 }
+}
+
 /// Inputs that must never cause `tool` to run, each a whole stdin stream.
 /// `args` are arguments that would be valid for the tool.
 pub fn hostile_cases(tool: &str, args: &Value) -> Vec<(&'static str, Vec<u8>)> {
