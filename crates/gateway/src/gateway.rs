@@ -366,9 +366,6 @@ impl Core {
             }
         }
         let era = mcp::era_of(method, params.as_ref());
-        if method == "ping" {
-            return self.ping(line, frame, id, era, params.as_ref(), effects);
-        }
         if let Some(current) = self.session.era
             && current != era
         {
@@ -384,6 +381,11 @@ impl Core {
                 match method {
                     "initialize" => {
                         return self.initialize(line, frame, id, params.as_ref(), effects);
+                    }
+                    "ping" => {
+                        self.session.era = Some(Era::Legacy);
+                        let revision = self.session.revision.unwrap_or(Revision::V2025_11_25);
+                        return self.respond(id, reply::empty(revision), effects);
                     }
                     _ if !self.session.initialized => {
                         let r = reject(
@@ -419,6 +421,9 @@ impl Core {
                 self.respond(id, result, effects)
             }
             "tools/call" => self.call(line, frame, id, params, revision, effects),
+            // A modern `ping` carries `_meta` like every modern request; its
+            // version was checked above.
+            "ping" => self.respond(id, reply::empty(revision), effects),
             other => {
                 // A well-formed request for a method this gateway does not
                 // serve is an answer, not a rejection: clients probe.
@@ -436,28 +441,6 @@ impl Core {
                 );
             }
         }
-    }
-
-    /// `ping` is served in both eras, before and after the handshake, and
-    /// fixes no era: a liveness probe says nothing about the session. With
-    /// a modern `_meta` its protocol version is still checked.
-    fn ping(
-        &mut self,
-        line: u64,
-        frame: &[u8],
-        id: Id,
-        era: Era,
-        params: Option<&Map<String, Value>>,
-        effects: &mut Vec<Effect>,
-    ) {
-        let revision = match era {
-            Era::Legacy => self.session.revision.unwrap_or(Revision::V2025_11_25),
-            Era::Modern => match mcp::modern_meta(params) {
-                Ok(revision) => revision,
-                Err(refusal) => return self.refuse_request(line, frame, id, refusal, effects),
-            },
-        };
-        self.respond(id, reply::empty(revision), effects)
     }
 
     fn initialize(
