@@ -24,8 +24,6 @@ pub mod http;
 mod output;
 pub mod scrub;
 pub mod ssh;
-#[doc(hidden)]
-pub mod testing;
 
 use std::time::Duration;
 

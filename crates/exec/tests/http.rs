@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use portcullis_exec::{HttpExecutor, RealExecutor};
 use portcullis_gateway::{AuthorizedAction, Executor, Outcome, Secret, SecretStore};
+use portcullis_testkit::fakes::ReflectingUpstream;
 use serde_json::json;
 
 const CANARY: &str = "canary-secret";
@@ -451,7 +452,7 @@ fn reflected_action(port: u16, cap: usize) -> AuthorizedAction {
 /// Serve `template` (see `common::ReflectingUpstream`) and return what the
 /// executor reports, after checking the upstream did receive the token.
 fn reflected(template: &str, cap: usize) -> Outcome {
-    let upstream = common::ReflectingUpstream::start(template.as_bytes().to_vec());
+    let upstream = ReflectingUpstream::start(template.as_bytes().to_vec());
     let outcome = run(&reflected_action(upstream.port, cap));
     assert_eq!(
         upstream.requests.load(std::sync::atomic::Ordering::SeqCst),

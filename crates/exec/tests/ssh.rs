@@ -8,9 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use portcullis_exec::testing::{LocalSshd, toml_string};
 use portcullis_exec::{RealExecutor, SshExecutor, quote_remote_argv, ssh_args};
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Policy, Secret, SecretStore};
+use portcullis_testkit::fakes::{LocalSshd, toml_string};
 use serde_json::json;
 
 const KEY_CANARY: &str =

@@ -14,6 +14,7 @@
 
 pub mod authz_harness;
 pub mod canary;
+pub mod fakes;
 pub mod faithful;
 pub mod fixtures;
 pub mod harness;

@@ -118,7 +118,7 @@ impl Scenario {
             KeySource::Env => "env = \"DEPLOY_KEY\"".to_owned(),
             KeySource::File => format!(
                 "file = {}",
-                portcullis_exec::testing::toml_string(&self.key_file().display().to_string())
+                portcullis_testkit::fakes::toml_string(&self.key_file().display().to_string())
             ),
         };
         format!(
