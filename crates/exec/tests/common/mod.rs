@@ -5,6 +5,8 @@
     reason = "each test binary that includes this module uses only some of its helpers"
 )]
 
+pub mod ssh;
+
 use std::path::Path;
 
 use portcullis_gateway::{AuthorizedAction, Policy, SecretStore};

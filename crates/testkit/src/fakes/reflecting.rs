@@ -1,14 +1,16 @@
 //! [`ReflectingUpstream`]: a loopback HTTP service that reflects the
 //! request's credential, for the scrubbing tests.
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
+use std::io::Write;
+use std::net::{Ipv4Addr, Shutdown, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+
+use super::read_request_head;
 
 /// An upstream that answers every connection with a response template in
 /// which placeholders are replaced by what the request carried, the way an
@@ -65,18 +67,6 @@ impl ReflectingUpstream {
         });
         Self { port, requests }
     }
-}
-
-fn read_request_head(stream: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// `template` with the placeholders of [`ReflectingUpstream`] replaced.
