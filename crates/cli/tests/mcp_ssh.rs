@@ -15,7 +15,8 @@ mod ssh_lifetime;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Launch, call, hostile_case_exit, hostile_cases, session};
+use common::hostile::{hostile_case_exit, hostile_cases};
+use common::{Launch, call, session};
 use portcullis_testkit::fakes::LocalSshd;
 use rustix::process::Signal;
 use serde_json::json;

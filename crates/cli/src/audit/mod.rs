@@ -31,7 +31,7 @@
 //! `session` as `<pid>-<hex>`, `tool` as the policy's tool names; then
 //! that no ticket has two intents and every outcome follows its intent.
 //!
-//! Modules: [`journal`] writes the records, `verify` reads a journal back
+//! Modules: `journal` writes the records, `verify` reads a journal back
 //! and pairs intents with outcomes, `shape` holds every record to the
 //! member set, types and ranges above.
 

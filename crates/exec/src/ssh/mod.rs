@@ -59,11 +59,11 @@
 //!   failures (connection, host key, authentication); a remote command
 //!   that itself exits 255 is indistinguishable from that.
 //!
-//! Modules, in the order a call goes through them: [`argv`] (the local
+//! Modules, in the order a call goes through them: `argv` (the local
 //! command line and the remote quoting), `identity` (where the key is),
 //! `clients` (the registry of running process groups and the private
 //! directory), `collect` (reading output, the deadline, the rendered
-//! result) and [`sweep`] (directories left by runs that died).
+//! result) and `sweep` (directories left by runs that died).
 
 mod argv;
 mod clients;
