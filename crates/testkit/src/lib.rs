@@ -14,8 +14,8 @@
 
 pub mod authz_harness;
 pub mod canary;
-pub mod fakes;
 pub mod faithful;
+pub mod fakes;
 pub mod fixtures;
 pub mod harness;
 pub mod json_arbitrary;
