@@ -1,7 +1,8 @@
 //! Shared helpers for the process-level tests: run the built `portcullis`
 //! binary the way a user would (a copy in its own directory, that directory
 //! as the working directory, an environment holding only `PATH` plus what
-//! the test adds), fake services on loopback, and the stdout oracle.
+//! the test adds), the HTTP test policy, hostile inputs (`hostile`) and the
+//! stdout oracle. The fake services are `portcullis_testkit::fakes`.
 
 #![expect(
     dead_code,

@@ -1,4 +1,6 @@
-//! Shared helpers: authorized actions from policy text.
+//! Shared helpers: authorized actions from policy text, SSH tools and a
+//! fake `ssh` (`ssh`), and an independent oracle for a credential read back
+//! from a text. The fake services are `portcullis_testkit::fakes`.
 
 #![expect(
     dead_code,
