@@ -331,3 +331,23 @@ fn missing_client_is_an_error() {
         "{outcome:?}"
     );
 }
+
+/// Output cut at the cap inside the credential loses that prefix too, as
+/// HTTP bodies do: a remote command that prints the key cannot leak its
+/// first bytes by running into the cap.
+#[test]
+fn output_cut_inside_the_credential_loses_the_prefix() {
+    let prefix: String = common::ssh::KEY_CANARY.chars().take(12).collect();
+    let fake = fake_ssh(&format!(
+        "printf 'ok %s' '{prefix}'; head -c 5000 /dev/zero"
+    ));
+    let cap = 3 + prefix.len();
+    let outcome =
+        SshExecutor::with_program(&fake.path).execute(&action(&["true", "{text}"], "x", cap, 5000));
+    assert!(!outcome.text.contains(&prefix), "{}", outcome.text);
+    assert!(
+        outcome.text.starts_with("ok [redacted]"),
+        "{}",
+        outcome.text
+    );
+}

@@ -85,6 +85,7 @@ use thiserror::Error;
 use self::clients::{Children, kill_group};
 use self::collect::{collect, render};
 use self::identity::Identity;
+use crate::output::Capped;
 use crate::scrub::Scrubber;
 
 pub use self::argv::{NO_KNOWN_HOSTS, quote_remote_argv, ssh_args};
@@ -289,8 +290,31 @@ impl SshExecutor {
         drop(child);
         drop(identity);
         drop(call);
+        let scrubber = Scrubber::new(action.credential().map(|s| s.expose()));
+        let stdout = stdout.map(|c| scrub_cut_stream(&scrubber, c));
+        let stderr = stderr.map(|c| scrub_cut_stream(&scrubber, c));
         Ok(render(&waited, stdout.as_ref(), stderr.as_ref(), timeout))
     }
+}
+
+/// A stream cut at its cap may end inside the credential, where the whole
+/// outcome's scrub (which runs after rendering) cannot see it as a cut: the
+/// stream is scrubbed on its own with the cut rule first.
+fn scrub_cut_stream(scrubber: &Scrubber, mut captured: Capped) -> Capped {
+    // Up to a trailing incomplete UTF-8 sequence; other invalid bytes make
+    // the stream render as binary, with nothing of it shown.
+    let valid = match std::str::from_utf8(&captured.bytes) {
+        Ok(text) => Some(text.len()),
+        Err(err) if err.error_len().is_none() => Some(err.valid_up_to()),
+        Err(_) => None,
+    };
+    if captured.truncated
+        && let Some(end) = valid
+        && let Ok(text) = std::str::from_utf8(&captured.bytes[..end])
+    {
+        captured.bytes = scrubber.scrub_cut(text).into_bytes();
+    }
+    captured
 }
 
 impl Executor for SshExecutor {
