@@ -19,9 +19,9 @@
 //! - **core** (the calling thread): the only owner of the `Gateway`, the
 //!   [`FrameWriter`] and the audit journal. It receives events (stdin chunk,
 //!   stdin end, action done) from one channel and carries out every
-//!   [`Effect`] in order. It drains the gateway's ledger after every call
-//!   (the records go to the audit journal and the log; the counters stay),
-//!   so nothing it keeps grows with the length of the session.
+//!   [`Effect`] in order: refusals and actions arrive as effects and go to
+//!   the audit journal and the log (the gateway keeps only counters), so
+//!   nothing it keeps grows with the length of the session.
 //!
 //! Time: each action has its tool's timeout, which the executors enforce;
 //! the core also stops waiting [`TIMEOUT_MARGIN`] after it (counted from
@@ -55,7 +55,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use portcullis_exec::RealExecutor;
 use portcullis_gateway::{
-    ActionTarget, AuthorizedAction, Config, Drained, Effect, Executor, Gateway, Outcome, Policy,
+    ActionTarget, AuthorizedAction, Config, Effect, Executor, Gateway, Outcome, Policy,
     RejectionRecord, SecretStore, Ticket,
 };
 
@@ -437,7 +437,7 @@ impl Driver {
         if let Some(journal) = &mut self.journal {
             journal.sync();
         }
-        let counters = &self.gateway.ledger().counters;
+        let counters = self.gateway.counters();
         tracing::info!(
             exit = code,
             frames = counters.frames_received,
@@ -627,57 +627,33 @@ impl Driver {
         }
     }
 
-    /// Call the gateway and carry out its effects, journaling its new
-    /// rejections in input-line order with the actions. The records are
-    /// drained from the gateway's ledger here, so it never grows.
+    /// Call the gateway and carry out its effects in order: refusals are
+    /// logged and journaled as they arrive, in input order with the
+    /// actions, so the gateway keeps nothing for the driver to collect.
     fn gate(&mut self, call: impl FnOnce(&mut Gateway) -> Vec<Effect>) {
-        let effects = call(&mut self.gateway);
-        let Drained {
-            rejections,
-            journal,
-        } = self.gateway.drain_ledger();
-        let mut rejections = rejections.into_iter().peekable();
-        for effect in effects {
-            let line = match &effect {
-                Effect::Execute(ticket, _) => journal
-                    .iter()
-                    .find(|e| e.ticket == ticket.0)
-                    .map(|e| e.line),
-                Effect::Close(reason) => Some(reason.line + 1),
-                Effect::Write(_) | Effect::Cancel(_) => None,
-            };
-            if let Some(line) = line {
-                self.journal_rejections(&mut rejections, line);
-            }
-            self.apply(effect, line);
-        }
-        self.journal_rejections(&mut rejections, u64::MAX);
-    }
-
-    /// Log and journal the drained rejections from lines before `before`.
-    fn journal_rejections(
-        &mut self,
-        rejections: &mut std::iter::Peekable<std::vec::IntoIter<RejectionRecord>>,
-        before: u64,
-    ) {
-        while let Some(r) = rejections.next_if(|r| r.line < before) {
-            tracing::debug!(
-                line = r.line,
-                stage = r.stage.as_str(),
-                code = r.code,
-                fingerprint = %r.fingerprint,
-                "frame rejected"
-            );
-            if let Some(journal) = &mut self.journal
-                && let Err(err) = journal.rejection(&r)
-            {
-                tracing::error!(error = %err, "cannot write a rejection to the audit journal");
-            }
+        for effect in call(&mut self.gateway) {
+            self.apply(effect);
         }
     }
 
-    /// Carry out one effect; `line` is the input line of an `Execute`'s frame.
-    fn apply(&mut self, effect: Effect, line: Option<u64>) {
+    /// Log and journal one refused frame.
+    fn rejected(&mut self, r: &RejectionRecord) {
+        tracing::debug!(
+            line = r.line,
+            stage = r.stage.as_str(),
+            code = r.code,
+            fingerprint = %r.fingerprint,
+            "frame rejected"
+        );
+        if let Some(journal) = &mut self.journal
+            && let Err(err) = journal.rejection(r)
+        {
+            tracing::error!(error = %err, "cannot write a rejection to the audit journal");
+        }
+    }
+
+    /// Carry out one effect.
+    fn apply(&mut self, effect: Effect) {
         match effect {
             Effect::Write(frame) => {
                 if !self.writer.is_open() {
@@ -688,7 +664,12 @@ impl Driver {
                     self.stop(EXIT_STDOUT);
                 }
             }
-            Effect::Execute(ticket, action) => self.execute(ticket, action, line),
+            Effect::Execute {
+                ticket,
+                line,
+                action,
+            } => self.execute(ticket, action, line),
+            Effect::Rejected(record) => self.rejected(&record),
             Effect::Cancel(ticket) => {
                 if let Some(r) = self.running.get_mut(&ticket) {
                     r.awaited = false;
@@ -720,7 +701,7 @@ impl Driver {
         };
     }
 
-    fn execute(&mut self, ticket: Ticket, action: AuthorizedAction, line: Option<u64>) {
+    fn execute(&mut self, ticket: Ticket, action: AuthorizedAction, line: u64) {
         if matches!(self.state, State::Stopping { .. }) || !self.writer.is_open() {
             tracing::info!(
                 ticket = ticket.0,
@@ -729,7 +710,7 @@ impl Driver {
             return;
         }
         if let Some(journal) = &mut self.journal
-            && let Err(err) = journal.intent(ticket, line, &action)
+            && let Err(err) = journal.intent(ticket, Some(line), &action)
         {
             tracing::error!(
                 error = %err,

@@ -14,8 +14,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use portcullis_gateway::{Policy, SecretStore};
-use portcullis_testkit::recorder::Recorder;
-use portcullis_testkit::session::{Chunking, run_session_unchecked};
+use portcullis_gateway::replay::{Chunking, Recorder, run_session_unchecked};
 use portcullis_wire::transcript::check_transcript;
 use serde_json::json;
 

@@ -65,7 +65,10 @@ fn policy(with_secret: bool) -> Policy {
 fn decide(policy: &Policy, tool: &str, args: Value) -> Result<ActionTarget, String> {
     let Value::Object(args) = args else { panic!() };
     let spec = policy.tool(tool).unwrap();
-    let checked = spec.schema.check(tool, args).map_err(|e| e.join("; "))?;
+    let checked = spec.schema.check(tool, args).map_err(|e| {
+        let lines: Vec<String> = e.failures().iter().map(ToString::to_string).collect();
+        lines.join("; ")
+    })?;
     authorize(policy, checked)
         .map(|a| a.target().clone())
         .map_err(|d| d.to_string())

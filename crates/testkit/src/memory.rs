@@ -188,11 +188,11 @@ fn feed(gateway: &mut Gateway, frame: &[u8], tally: &mut Tally) {
             for effect in effects {
                 match effect {
                     Effect::Write(_) => tally.writes += 1,
-                    Effect::Execute(ticket, _) => {
+                    Effect::Execute { ticket, .. } => {
                         tally.executed += 1;
                         next.extend(gateway.complete(ticket, Outcome::success("ok")));
                     }
-                    Effect::Cancel(_) => {}
+                    Effect::Rejected(_) | Effect::Cancel(_) => {}
                     Effect::Close(_) => tally.closed = true,
                 }
             }
