@@ -26,7 +26,10 @@ pub fn check(tool: &ToolSpec, arguments: Map<String, Value>) -> Result<CheckedCa
 #[non_exhaustive]
 pub enum SchemaError {
     /// The arguments fail these keywords (at most eight, one line each).
-    #[error("arguments do not match the input schema of {tool}:\n{}", lines(failures))]
+    #[error(
+        "arguments do not match the input schema of {tool}:\n{}",
+        lines(failures)
+    )]
     Mismatch {
         /// The tool's name.
         tool: String,

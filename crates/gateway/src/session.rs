@@ -322,8 +322,8 @@ impl Core {
     }
 
     fn refuse_mcp(&mut self, line: u64, frame: &[u8], refusal: Refusal, effects: &mut Vec<Effect>) {
-        let rejection = Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame)
-            .with_id(refusal.id);
+        let rejection =
+            Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame).with_id(refusal.id);
         self.refuse(line, rejection, refusal.data, effects);
     }
 

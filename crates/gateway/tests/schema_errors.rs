@@ -19,7 +19,10 @@ fn errors(schema: Value, args: Value) -> Vec<String> {
     assert_eq!(text.lines().count(), failures.len() + 1, "{text}");
     let errors: Vec<String> = failures.iter().map(ToString::to_string).collect();
     for (line, failure) in errors.iter().zip(failures) {
-        assert!(line.ends_with(&format!("(`{}`)", failure.keyword)), "{line}");
+        assert!(
+            line.ends_with(&format!("(`{}`)", failure.keyword)),
+            "{line}"
+        );
         assert!(!line.contains(VALUE), "a value leaked: {line}");
         assert!(!line.contains('\n'), "one line per failure: {line:?}");
     }

@@ -7,8 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use portcullis_gateway::{
-    Config, Effect, Gateway, JournalEntry, OnInvalid, Outcome, Policy, RejectionRecord,
-    SecretStore,
+    Config, Effect, Gateway, JournalEntry, OnInvalid, Outcome, Policy, RejectionRecord, SecretStore,
 };
 use portcullis_wire::{Fingerprint, Stage};
 use serde_json::{Value, json};

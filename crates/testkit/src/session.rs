@@ -75,4 +75,3 @@ pub fn run_session_deferred(
         run_session_scheduled(policy, bytes, chunking, &recorder, Completion::AtEndOfInput);
     checked(policy, report, bytes, &recorder)
 }
-

@@ -17,9 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::id::{IdMemory, Remember};
 
-pub use params::{
-    Initialize, ToolsCall, cancelled_request, initialize_params, tools_call_params,
-};
+pub use params::{Initialize, ToolsCall, cancelled_request, initialize_params, tools_call_params};
 pub use revision::{
     Era, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS,
     REQUEST_METHODS, Revision, UNSUPPORTED_PROTOCOL_VERSION, era_of, modern_meta, negotiate,
@@ -170,9 +168,12 @@ fn notification(
         ));
     }
     match method {
-        "notifications/initialized" if state.era != Some(Era::Modern) && !state.initialized => Err(
-            Refusal::new(INVALID_REQUEST, "notifications/initialized before initialize"),
-        ),
+        "notifications/initialized" if state.era != Some(Era::Modern) && !state.initialized => {
+            Err(Refusal::new(
+                INVALID_REQUEST,
+                "notifications/initialized before initialize",
+            ))
+        }
         // Invalid or stale cancellations are ignored, as the spec asks.
         "notifications/cancelled" => {
             Ok(cancelled_request(params).map_or(McpRequest::Ignored, McpRequest::Cancelled))

@@ -156,4 +156,3 @@ pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refu
         }),
     }
 }
-
