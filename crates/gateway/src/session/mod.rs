@@ -8,14 +8,7 @@
 //! [`schema::check`], [`authz::authorize`] — and turns their verdicts into
 //! effects.
 //!
-//! Error-reply rules: a refused request whose id could be read gets an
-//! error with that id. When no id could be read, `"id": null` is never
-//! written: the error omits `id` where the negotiated revision permits it
-//! (2025-11-25 and later) and only under `close` (so keep-open can never
-//! start an error storm with a peer that answers garbage with garbage);
-//! otherwise nothing is written. A reused id is never echoed (the client
-//! would pair the error with its earlier request). Notifications are never
-//! answered.
+//! How refusals are recorded and answered is in [`refuse`].
 //!
 //! What a session keeps does not grow with the size of what it is sent: a
 //! request id longer than [`Config::max_id_bytes`] is refused, accepted ids
@@ -23,54 +16,27 @@
 //! entries, see [`crate::id`]), and the session keeps only
 //! [`Counters`]: every record leaves as an effect.
 
+mod config;
+mod refuse;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use portcullis_wire::codes::{INVALID_PARAMS, METHOD_NOT_FOUND};
+use portcullis_wire::codes::METHOD_NOT_FOUND;
 use portcullis_wire::{
-    ErrorObject, FrameEvent, FrameReader, Id, Limits, Outbound, Rejection, Stage, parse_message,
-    utf8,
+    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, parse_message, utf8,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
+
+pub use config::Config;
 
 use crate::authz::{self, AuthorizedAction};
 use crate::effect::{CloseReason, Effect, Frame, Ticket};
 use crate::executor::Outcome;
-use crate::ledger::{Counters, RejectionRecord};
-use crate::mcp::{self, McpRequest, Refusal, Revision, SessionState};
-use crate::policy::{OnDenied, OnInvalid, Policy};
+use crate::ledger::Counters;
+use crate::mcp::{self, McpRequest, Revision, SessionState};
+use crate::policy::Policy;
 use crate::{reply, schema};
-
-/// Session settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Config {
-    /// What to do after an invalid frame.
-    pub on_invalid: OnInvalid,
-    /// What to do after a refused well-formed call.
-    pub on_denied: OnDenied,
-    /// Frame and nesting limits.
-    pub limits: Limits,
-    /// Longest accepted string request id, in bytes.
-    pub max_id_bytes: usize,
-    /// Request-id memory entries per session (see [`crate::id`]).
-    pub max_session_ids: usize,
-}
-
-impl Config {
-    /// The settings a policy's `[server]` section asks for.
-    pub fn from_policy(policy: &Policy) -> Self {
-        Self {
-            on_invalid: policy.server.on_invalid,
-            on_denied: policy.server.on_denied,
-            limits: Limits {
-                max_frame_bytes: policy.server.max_frame_bytes,
-                max_depth: policy.server.max_depth,
-            },
-            max_id_bytes: policy.server.max_id_bytes,
-            max_session_ids: policy.server.max_session_ids,
-        }
-    }
-}
 
 #[derive(Debug)]
 struct InFlight {
@@ -310,98 +276,5 @@ impl Core {
         self.closed = true;
         self.counters.sessions_closed += 1;
         effects.push(Effect::Close(reason));
-    }
-
-    fn record(&mut self, record: RejectionRecord, effects: &mut Vec<Effect>) {
-        *self
-            .counters
-            .frames_rejected
-            .entry(record.stage)
-            .or_default() += 1;
-        effects.push(Effect::Rejected(record));
-    }
-
-    fn refuse_mcp(&mut self, line: u64, frame: &[u8], refusal: Refusal, effects: &mut Vec<Effect>) {
-        let rejection =
-            Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame).with_id(refusal.id);
-        self.refuse(line, rejection, refusal.data, effects);
-    }
-
-    /// Record a frame refused at the framing..mcp stages and answer it per
-    /// the error-reply rules.
-    fn refuse(
-        &mut self,
-        line: u64,
-        rejection: Rejection,
-        data: Option<Value>,
-        effects: &mut Vec<Effect>,
-    ) {
-        let record = RejectionRecord {
-            line,
-            stage: rejection.stage,
-            code: rejection.code,
-            fingerprint: rejection.fingerprint,
-        };
-        self.record(record, effects);
-        let close = self.config.on_invalid == OnInvalid::Close;
-        let may_omit_id = close
-            && self
-                .mcp
-                .revision()
-                .is_some_and(Revision::allows_error_without_id);
-        if rejection.id.is_some() || may_omit_id {
-            let data = data.unwrap_or_else(|| {
-                json!({ "stage": rejection.stage.as_str(), "fingerprint": rejection.fingerprint.to_hex() })
-            });
-            let error = ErrorObject {
-                code: rejection.code,
-                message: rejection.reason.clone(),
-                data: Some(data),
-            };
-            let id = rejection.id.clone();
-            self.write(Outbound::Error { id, error }, effects);
-        }
-        if close {
-            let reason = CloseReason {
-                line,
-                stage: rejection.stage,
-                code: rejection.code,
-                reason: rejection.reason,
-            };
-            self.close(reason, effects);
-        }
-    }
-
-    /// Record a call refused at the schema or authz stage; it is answered as
-    /// a tool error so the model can correct itself.
-    fn refuse_call(
-        &mut self,
-        line: u64,
-        frame: &[u8],
-        stage: Stage,
-        (id, revision): (Id, Revision),
-        text: String,
-        effects: &mut Vec<Effect>,
-    ) {
-        let record = RejectionRecord {
-            line,
-            stage,
-            code: INVALID_PARAMS,
-            fingerprint: portcullis_wire::Fingerprint::of(frame),
-        };
-        self.record(record, effects);
-        self.respond(id, reply::call_tool(revision, &text, true), effects);
-        // The frame was well formed and the peer is in step: the refusal is
-        // an answer the model can act on, not a reason to end the session,
-        // unless the policy opts in.
-        if self.config.on_denied == OnDenied::Close {
-            let reason = CloseReason {
-                line,
-                stage,
-                code: INVALID_PARAMS,
-                reason: text,
-            };
-            self.close(reason, effects);
-        }
     }
 }
