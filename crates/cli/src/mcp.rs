@@ -151,7 +151,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
             "credential not available; tools that use it will be denied"
         );
     }
-    let policy = Arc::new(policy.bind_secrets(secrets));
+    let policy = Arc::new(policy);
     let journal = match &args.audit {
         Some(path) => Some(
             Journal::open(path)
@@ -203,7 +203,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         "serving MCP on stdio"
     );
     let driver = Driver {
-        gateway: Gateway::new(Arc::clone(&policy), Config::from_policy(&policy)),
+        gateway: Gateway::new(Arc::clone(&policy), secrets, Config::from_policy(&policy)),
         writer: stdout.into_frame_writer(),
         journal,
         jobs: jobs_tx,

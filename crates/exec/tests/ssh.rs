@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use portcullis_exec::testing::{LocalSshd, toml_string};
 use portcullis_exec::{RealExecutor, SshExecutor, quote_remote_argv, ssh_args};
-use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, Policy, Secret, SecretStore};
+use portcullis_gateway::{
+    ActionTarget, AuthorizedAction, BoundPolicy, Executor, Policy, Secret, SecretStore,
+};
 use serde_json::json;
 
 const KEY_CANARY: &str =
@@ -543,7 +545,7 @@ fn local_sshd() -> Option<LocalSshd> {
 }
 
 /// Policy with a file-sourced key (the `Secret` carries the path).
-fn sshd_policy(sshd: &LocalSshd, argv: &[&str], args: &[&str]) -> Policy {
+fn sshd_policy(sshd: &LocalSshd, argv: &[&str], args: &[&str]) -> BoundPolicy {
     let text = format!(
         "[server]\nname = \"exec-sshd-test\"\n\n{}\n{}",
         sshd.credential_toml("key"),

@@ -7,7 +7,7 @@
 //! bytes ─▶ portcullis_wire (frame → utf8 → strict_json → rpc): RpcMessage
 //!       ─▶ mcp::admit(&mut SessionState, RpcMessage)  -> McpRequest  | Refusal
 //!       ─▶ schema::check(&ToolSpec, arguments)        -> CheckedCall | SchemaError
-//!       ─▶ authz::authorize(&Policy, CheckedCall)     -> AuthorizedAction | Denial
+//!       ─▶ authz::authorize(&CheckedCall, &SecretStore) -> AuthorizedAction | Denial
 //!       ─▶ Effect::Execute { ticket, line, action }   ─▶ executor::Executor
 //! ```
 //!
@@ -42,6 +42,6 @@ pub use authz::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
 pub use effect::{CloseReason, Effect, Frame, Ticket};
 pub use executor::{Executor, Outcome};
 pub use ledger::{Counters, JournalEntry, RejectionRecord};
-pub use policy::{OnDenied, OnInvalid, Policy, PolicyError};
+pub use policy::{BoundPolicy, OnDenied, OnInvalid, Policy, PolicyError};
 pub use secrets::{Secret, SecretStore};
 pub use session::{Config, Gateway};

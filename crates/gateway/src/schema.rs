@@ -16,8 +16,12 @@ use serde_json::{Map, Value};
 
 /// The schema stage: check `arguments` against `tool`'s compiled input
 /// schema.
-pub fn check(tool: &ToolSpec, arguments: Map<String, Value>) -> Result<CheckedCall, SchemaError> {
-    tool.schema.check(&tool.name, arguments)
+pub fn check(
+    tool: &ToolSpec,
+    arguments: Map<String, Value>,
+) -> Result<CheckedCall<'_>, SchemaError> {
+    let arguments = tool.schema.check(&tool.name, arguments)?;
+    Ok(CheckedCall { tool, arguments })
 }
 
 /// Why arguments failed their tool's input schema. Its text is what the
@@ -65,18 +69,18 @@ pub struct KeywordFailure {
     pub wants: String,
 }
 
-/// Tool arguments that passed the tool's input schema. Only
-/// [`ToolSchema::check`] makes one; authorization takes nothing else.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckedCall {
-    tool: String,
+/// A call to a policy tool whose arguments passed the tool's input schema.
+/// Only [`check`] makes one; authorization takes nothing else.
+#[derive(Debug, Clone)]
+pub struct CheckedCall<'p> {
+    tool: &'p ToolSpec,
     arguments: Map<String, Value>,
 }
 
-impl CheckedCall {
-    /// The tool's name.
-    pub fn tool(&self) -> &str {
-        &self.tool
+impl<'p> CheckedCall<'p> {
+    /// The tool, as the policy defines it.
+    pub fn tool(&self) -> &'p ToolSpec {
+        self.tool
     }
 
     /// The checked arguments.
@@ -143,12 +147,13 @@ impl ToolSchema {
     /// keyword) names the JSON pointer, the keyword and what the schema
     /// wants — the missing or unexpected property names, the expected type,
     /// the allowed values, the pattern, the bounds — so a model can correct
-    /// its call; never the argument values (they may be secrets).
+    /// its call; never the argument values (they may be secrets). `tool`
+    /// names the tool in the error; the arguments come back on success.
     pub fn check(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
-    ) -> Result<CheckedCall, SchemaError> {
+    ) -> Result<Map<String, Value>, SchemaError> {
         let arguments = Value::Object(arguments);
         let failures: Vec<KeywordFailure> = self
             .validator
@@ -165,10 +170,7 @@ impl ToolSchema {
         let Value::Object(arguments) = arguments else {
             unreachable!("wrapped just above")
         };
-        Ok(CheckedCall {
-            tool: tool.to_owned(),
-            arguments,
-        })
+        Ok(arguments)
     }
 
     /// A placeholder may only name a required property typed string or

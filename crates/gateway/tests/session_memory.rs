@@ -7,12 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use portcullis_gateway::{
-    Config, Effect, Gateway, JournalEntry, OnInvalid, Outcome, Policy, RejectionRecord, SecretStore,
+    BoundPolicy, Config, Effect, Gateway, JournalEntry, OnInvalid, Outcome, Policy,
+    RejectionRecord, SecretStore,
 };
 use portcullis_wire::{Fingerprint, Stage};
 use serde_json::{Value, json};
 
-fn policy(server_extra: &str, on_invalid: OnInvalid) -> Arc<Policy> {
+fn policy(server_extra: &str, on_invalid: OnInvalid) -> Arc<BoundPolicy> {
     let text = format!(
         r#"
 [server]
@@ -38,8 +39,12 @@ properties.text = {{ type = "string" }}
     Arc::new(policy.bind_secrets(secrets))
 }
 
-fn gateway(policy: &Arc<Policy>) -> Gateway {
-    Gateway::new(Arc::clone(policy), Config::from_policy(policy))
+fn gateway(policy: &BoundPolicy) -> Gateway {
+    Gateway::new(
+        Arc::clone(policy.policy()),
+        Arc::clone(policy.secrets()),
+        Config::from_policy(policy),
+    )
 }
 
 fn line(value: &Value) -> Vec<u8> {

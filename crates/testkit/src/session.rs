@@ -1,9 +1,7 @@
 //! `run_session`: the stdin entry point, driven exactly as the binary does
 //! (by the gateway's replay driver), with every check a harness makes.
 
-use std::sync::Arc;
-
-use portcullis_gateway::Policy;
+use portcullis_gateway::BoundPolicy;
 pub use portcullis_gateway::replay::{
     Chunking, Completion, Recorder, SessionReport, run_session_scheduled, run_session_unchecked,
 };
@@ -12,13 +10,13 @@ use portcullis_wire::transcript::check_transcript;
 /// Feed `bytes` through a fresh gateway under `policy` with a [`Recorder`],
 /// split into reads by `chunking`, then end of input. Panics (with the
 /// first offending line's raw bytes) if stdout is not a clean transcript.
-pub fn run_session(policy: &Arc<Policy>, bytes: &[u8], chunking: &Chunking) -> SessionReport {
+pub fn run_session(policy: &BoundPolicy, bytes: &[u8], chunking: &Chunking) -> SessionReport {
     run_session_with(policy, bytes, chunking, &Recorder::default())
 }
 
 /// [`run_session`] with a given recorder (for custom canned outcomes).
 pub fn run_session_with(
-    policy: &Arc<Policy>,
+    policy: &BoundPolicy,
     bytes: &[u8],
     chunking: &Chunking,
     recorder: &Recorder,
@@ -32,7 +30,7 @@ pub fn run_session_with(
 /// (ledgers, journal, close reason, actions) in any spelling the input or
 /// the executor's canned outcome did not itself supply.
 fn checked(
-    policy: &Policy,
+    policy: &BoundPolicy,
     report: SessionReport,
     input: &[u8],
     recorder: &Recorder,
@@ -47,7 +45,7 @@ fn checked(
     let secrets: Vec<&str> = policy
         .credentials
         .keys()
-        .filter_map(|name| policy.secrets.get(name))
+        .filter_map(|name| policy.secrets().get(name))
         .map(|s| s.expose())
         .collect();
     let ledger = format!("{report:?}");
@@ -66,7 +64,7 @@ fn checked(
 /// ([`Completion::AtEndOfInput`]), the schedule under which any two
 /// chunkings of the same bytes must give the same session.
 pub fn run_session_deferred(
-    policy: &Arc<Policy>,
+    policy: &BoundPolicy,
     bytes: &[u8],
     chunking: &Chunking,
 ) -> SessionReport {

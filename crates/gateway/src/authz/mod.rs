@@ -12,10 +12,10 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_perc
 use url::Url;
 
 use crate::policy::{
-    HostPort, HttpSpec, Policy, SshSpec, TargetSpec, ToolSpec, default_port, normalize_host,
+    HostPort, HttpSpec, SshSpec, TargetSpec, ToolSpec, default_port, normalize_host,
 };
 use crate::schema::CheckedCall;
-use crate::secrets::Secret;
+use crate::secrets::{Secret, SecretStore};
 use crate::template::{ExpandError, Template};
 
 mod action;
@@ -94,22 +94,25 @@ pub enum Denial {
     Unfaithful(&'static str),
 }
 
-/// Decide whether `call` may run, and if so build its action.
-pub fn authorize(policy: &Policy, call: CheckedCall) -> Result<AuthorizedAction, Denial> {
-    let tool = policy.tool(call.tool()).ok_or(Denial::UnknownTool)?;
+/// Decide whether `call` may run, and if so build its action, with the
+/// credential its tool names taken from `secrets`.
+pub fn authorize(
+    call: &CheckedCall<'_>,
+    secrets: &SecretStore,
+) -> Result<AuthorizedAction, Denial> {
+    let tool = call.tool();
     let credential = match tool.credential() {
         None => None,
         Some(name) => Some(
-            policy
-                .secrets
+            secrets
                 .get(name)
                 .cloned()
                 .ok_or_else(|| Denial::CredentialMissing(name.to_owned()))?,
         ),
     };
     let target = match &tool.target {
-        TargetSpec::Http(spec) => ActionTarget::Http(http(spec, &call)?),
-        TargetSpec::Ssh(spec) => ActionTarget::Ssh(ssh(spec, &call)?),
+        TargetSpec::Http(spec) => ActionTarget::Http(http(spec, call)?),
+        TargetSpec::Ssh(spec) => ActionTarget::Ssh(ssh(spec, call)?),
     };
     Ok(make(tool, target, credential))
 }
@@ -127,7 +130,7 @@ fn make(tool: &ToolSpec, target: ActionTarget, credential: Option<Secret>) -> Au
 /// contributes to must be non-empty and free of C0 controls and DEL: URL
 /// parsers drop tab, LF and CR, and remote shells split on them, so such a
 /// value would not arrive as written.
-fn expand(t: &Template, call: &CheckedCall, component: Component) -> Result<String, Denial> {
+fn expand(t: &Template, call: &CheckedCall<'_>, component: Component) -> Result<String, Denial> {
     let text = t.expand(call.arguments()).map_err(|e| match e {
         ExpandError::Missing(name) => Denial::ArgumentMissing(name),
         ExpandError::NotScalar(name) => Denial::ArgumentNotScalar(name),
@@ -143,7 +146,7 @@ fn expand(t: &Template, call: &CheckedCall, component: Component) -> Result<Stri
     Ok(text)
 }
 
-fn escaped(t: &Template, call: &CheckedCall) -> Result<String, Denial> {
+fn escaped(t: &Template, call: &CheckedCall<'_>) -> Result<String, Denial> {
     t.expand_escaped(call.arguments(), |text, out| {
         out.extend(utf8_percent_encode(text, COMPONENT));
     })
@@ -166,7 +169,7 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn http(spec: &HttpSpec, call: &CheckedCall) -> Result<HttpRequest, Denial> {
+fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> {
     let expanded_host = expand(&spec.host, call, Component::Host)?;
     let host = normalize_host(&expanded_host).ok_or(Denial::HostNotPlain)?;
     let port = spec.port.unwrap_or(default_port(&spec.scheme));
@@ -305,7 +308,7 @@ fn decode_form(text: &str) -> Result<String, Denial> {
     decode(&text.replace('+', " "))
 }
 
-fn ssh(spec: &SshSpec, call: &CheckedCall) -> Result<SshCommand, Denial> {
+fn ssh(spec: &SshSpec, call: &CheckedCall<'_>) -> Result<SshCommand, Denial> {
     let target = HostPort {
         host: spec.host.clone(),
         port: spec.port,

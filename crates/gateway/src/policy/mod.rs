@@ -15,6 +15,7 @@ mod validate;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -278,8 +279,44 @@ pub struct Policy {
     pub credentials: BTreeMap<String, CredentialSource>,
     /// `[[tools]]`, in file order.
     pub tools: Vec<ToolSpec>,
-    /// Credential values bound for this run.
-    pub secrets: SecretStore,
+}
+
+/// A policy with the credential values resolved for one run. The policy
+/// itself never holds a secret: the pair is what a driver hands to
+/// [`crate::Gateway::new`] (and what the replay driver takes), and the
+/// secrets reach only authorization.
+#[derive(Debug, Clone)]
+pub struct BoundPolicy {
+    policy: Arc<Policy>,
+    secrets: Arc<SecretStore>,
+}
+
+impl BoundPolicy {
+    /// Pair `policy` with the `secrets` bound for this run.
+    pub fn new(policy: impl Into<Arc<Policy>>, secrets: impl Into<Arc<SecretStore>>) -> Self {
+        Self {
+            policy: policy.into(),
+            secrets: secrets.into(),
+        }
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.policy
+    }
+
+    /// The credential values.
+    pub fn secrets(&self) -> &Arc<SecretStore> {
+        &self.secrets
+    }
+}
+
+impl std::ops::Deref for BoundPolicy {
+    type Target = Policy;
+
+    fn deref(&self) -> &Policy {
+        &self.policy
+    }
 }
 
 /// Default `max_id_bytes`: longer string request ids are refused.
@@ -311,10 +348,10 @@ impl Policy {
         validate::Validator { file }.policy(raw)
     }
 
-    /// Bind credential values for this run.
-    pub fn bind_secrets(mut self, secrets: SecretStore) -> Self {
-        self.secrets = secrets;
-        self
+    /// Pair the policy with the credential values for this run (the
+    /// policy is not changed: see [`BoundPolicy`]).
+    pub fn bind_secrets(self, secrets: SecretStore) -> BoundPolicy {
+        BoundPolicy::new(self, secrets)
     }
 
     /// The tool called `name`.

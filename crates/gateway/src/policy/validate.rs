@@ -9,7 +9,6 @@ use super::raw::{RawHttp, RawPolicy, RawServer, RawSsh, RawTool};
 use super::url_template::parse_url_template;
 use super::*;
 use crate::schema::ToolSchema;
-use crate::secrets::SecretStore;
 use crate::template::Template;
 
 pub(super) struct Validator<'a> {
@@ -59,7 +58,6 @@ impl Validator<'_> {
             server,
             credentials,
             tools,
-            secrets: SecretStore::default(),
         })
     }
 

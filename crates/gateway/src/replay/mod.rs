@@ -1,6 +1,7 @@
 //! The sans-IO replay driver: feed bytes through a [`Gateway`] with a
 //! [`Recorder`] standing in for the executor, exactly as the binary's
-//! driver carries out effects, and collect what the session did. It is the
+//! driver carries out effects, and collect what the session did. It takes
+//! a [`BoundPolicy`]: the policy and the credential values for the run. It is the
 //! engine of `portcullis replay` and of every test harness.
 
 mod recorder;
@@ -8,12 +9,13 @@ mod recorder;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::AuthorizedAction;
 use crate::effect::{CloseReason, Effect, Ticket};
 use crate::executor::{Executor, Outcome};
 use crate::ledger::{Counters, JournalEntry, RejectionRecord};
 use crate::mcp::Revision;
+use crate::policy::BoundPolicy;
 use crate::session::{Config, Gateway};
-use crate::{AuthorizedAction, Policy};
 
 pub use recorder::Recorder;
 
@@ -89,7 +91,7 @@ pub struct SessionReport {
 /// Drive a session with outcomes reported at once; stdout is not checked
 /// (`portcullis replay` reports a bad transcript instead of panicking).
 pub fn run_session_unchecked(
-    policy: &Arc<Policy>,
+    policy: &BoundPolicy,
     bytes: &[u8],
     chunking: &Chunking,
     recorder: &Recorder,
@@ -99,7 +101,7 @@ pub fn run_session_unchecked(
 
 /// Drive a session with a chosen completion schedule (stdout unchecked).
 pub fn run_session_scheduled(
-    policy: &Arc<Policy>,
+    policy: &BoundPolicy,
     bytes: &[u8],
     chunking: &Chunking,
     recorder: &Recorder,
@@ -114,7 +116,11 @@ pub fn run_session_scheduled(
         closed: None,
         pending: Vec::new(),
     };
-    let mut gateway = Gateway::new(Arc::clone(policy), Config::from_policy(policy));
+    let mut gateway = Gateway::new(
+        Arc::clone(policy.policy()),
+        Arc::clone(policy.secrets()),
+        Config::from_policy(policy),
+    );
     // Reads and end of input go on after a Close (the binary stops
     // reading there): the gateway must stay silent whatever its driver
     // does, and the driver asserts it.

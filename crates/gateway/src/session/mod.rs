@@ -36,6 +36,7 @@ use crate::executor::Outcome;
 use crate::ledger::Counters;
 use crate::mcp::{self, McpRequest, Revision, SessionState};
 use crate::policy::Policy;
+use crate::secrets::SecretStore;
 use crate::{reply, schema};
 
 #[derive(Debug)]
@@ -54,6 +55,7 @@ pub struct Gateway {
 #[derive(Debug)]
 struct Core {
     policy: Arc<Policy>,
+    secrets: Arc<SecretStore>,
     config: Config,
     mcp: SessionState,
     in_flight: BTreeMap<u64, InFlight>,
@@ -63,12 +65,18 @@ struct Core {
 }
 
 impl Gateway {
-    /// A fresh session under `policy`.
-    pub fn new(policy: impl Into<Arc<Policy>>, config: Config) -> Self {
+    /// A fresh session under `policy`, with the credential values
+    /// `secrets` (only authorization sees them).
+    pub fn new(
+        policy: impl Into<Arc<Policy>>,
+        secrets: impl Into<Arc<SecretStore>>,
+        config: Config,
+    ) -> Self {
         Self {
             reader: FrameReader::new(config.limits.max_frame_bytes),
             core: Core {
                 policy: policy.into(),
+                secrets: secrets.into(),
                 config,
                 mcp: SessionState::new(config.max_id_bytes, config.max_session_ids),
                 in_flight: BTreeMap::new(),
@@ -210,7 +218,7 @@ impl Core {
         let verdict = schema::check(tool, call.arguments)
             .map_err(|e| (Stage::Schema, e.to_string()))
             .and_then(|checked| {
-                authz::authorize(&policy, checked)
+                authz::authorize(&checked, &self.secrets)
                     .map_err(|denial| (Stage::Authz, format!("denied: {denial}")))
             });
         match verdict {
