@@ -1,10 +1,11 @@
 //! Authorization: the only place an [`AuthorizedAction`] can be made.
 //!
-//! Order matters and is the point of this module: the tool must exist, its
-//! templates are expanded into plain strings, the target is checked against
-//! the allowlist, the credential must be bound and present — and only then
-//! is anything built that an executor could use to touch a network or a
-//! process (a parsed `Url`, an argv vector).
+//! Order matters and is the point of this module: the call names a policy
+//! tool (the schema stage resolved it), its templates are expanded into
+//! plain strings, the target is checked against the allowlist, the
+//! credential must be bound and present — and only then is anything built
+//! that an executor could use to touch a network or a process (a parsed
+//! `Url`, an argv vector).
 
 use std::fmt;
 
@@ -52,9 +53,6 @@ impl fmt::Display for Component {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Denial {
-    /// The tool is not in the policy.
-    #[error("tool is not in the policy")]
-    UnknownTool,
     /// The tool's credential is not bound or could not be loaded.
     #[error("credential {0} is not present")]
     CredentialMissing(String),

@@ -221,9 +221,10 @@ fn request(
 }
 
 /// The revision a request is served in, or why it cannot be served now.
-/// `ping` is served in both eras, before and after the handshake, and fixes
-/// no era: a liveness probe says nothing about the session (with a modern
-/// `_meta` its protocol version is still checked).
+/// `ping` is served before the handshake too. A modern `ping` carries
+/// `_meta` like every modern request; a meta-less one is legacy and fixes
+/// the era like any legacy request, so every reply is valid for the
+/// session's revision.
 fn lifecycle(
     state: &mut SessionState,
     method: &str,
@@ -231,12 +232,6 @@ fn lifecycle(
 ) -> Result<Revision, Refusal> {
     let era = era_of(method, params);
     let legacy_default = state.revision.unwrap_or(Revision::V2025_11_25);
-    if method == "ping" {
-        return match era {
-            Era::Legacy => Ok(legacy_default),
-            Era::Modern => modern_meta(params),
-        };
-    }
     if let Some(current) = state.era
         && current != era
     {
@@ -247,6 +242,10 @@ fn lifecycle(
     }
     match era {
         Era::Legacy if method == "initialize" => initialize(state, params),
+        Era::Legacy if method == "ping" => {
+            state.era = Some(Era::Legacy);
+            Ok(legacy_default)
+        }
         Era::Legacy if !state.initialized => Err(Refusal::new(
             INVALID_REQUEST,
             format!(
