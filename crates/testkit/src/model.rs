@@ -3,8 +3,7 @@
 //!
 //! The model is written from the spec, not from the gateway's code: a
 //! legacy session serves only `initialize` and `ping` before the
-//! handshake; `ping` is served in either era and fixes none; eras never
-//! mix; every invalid frame closes the session under `close` and is skipped
+//! handshake; eras never mix; every invalid frame closes the session under `close` and is skipped
 //! under `keep-open`; ids are never reused; a valid call executes exactly
 //! once. Every tool kind's arguments are schema-checked: a call to the HTTP
 //! or the SSH tool with arguments its schema refuses executes nothing, is
@@ -305,13 +304,9 @@ impl Model {
                 fixtures::initialized()
             }
             Op::Ping => {
-                // Served in either era, before or after the handshake, and
-                // fixes no era; only a reused id is refused.
                 let id = self.fresh_id();
-                if self.used.contains(&id) {
-                    self.invalid(Stage::Mcp);
-                } else {
-                    self.used.push(id);
+                if self.admit(id, Era::Legacy) {
+                    self.era = Some(Era::Legacy);
                 }
                 frame(&json!({"jsonrpc":"2.0","id":id,"method":"ping"}))
             }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use portcullis_gateway::{BoundPolicy, OnDenied, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{
-    TEST_POLICY, call, canary_secrets, frame, legacy_handshake, modern_call, modern_meta,
+    self, TEST_POLICY, call, canary_secrets, frame, legacy_handshake, modern_call, modern_meta,
 };
 use portcullis_testkit::{Chunking, SessionReport, run_session};
 use portcullis_wire::Stage;
@@ -147,9 +147,11 @@ fn on_denied_is_read_from_the_policy() {
 }
 
 #[test]
-fn ping_is_served_in_the_modern_era_and_fixes_no_era() {
+fn ping_is_served_in_the_modern_era() {
     let meta = modern_meta("2026-07-28");
-    let mut input = frame(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    let mut input = frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"_meta": meta.clone()}}),
+    );
     input.extend(modern_call(
         2,
         "service_status",
@@ -159,11 +161,12 @@ fn ping_is_served_in_the_modern_era_and_fixes_no_era() {
     input.extend(frame(
         &json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": meta}}),
     ));
-    input.extend(frame(&json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})));
     let bad_meta = modern_meta("2099-01-01");
     input.extend(frame(
-        &json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": bad_meta}}),
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": bad_meta}}),
     ));
+    // A modern request without `_meta` mixes eras, ping included.
+    input.extend(frame(&json!({"jsonrpc": "2.0", "id": 5, "method": "ping"})));
     let report = run_session(
         &policy(OnInvalid::KeepOpen, OnDenied::ToolError),
         &input,
@@ -171,13 +174,35 @@ fn ping_is_served_in_the_modern_era_and_fixes_no_era() {
     );
     assert_eq!(report.actions.len(), 1);
     let replies = replies(&report);
-    for id in [1, 3, 4] {
+    for id in [1, 3] {
         let reply = replies.iter().find(|r| r["id"] == id).unwrap();
-        assert!(
-            reply.get("error").is_none() && reply["result"].is_object(),
-            "ping {id}: {reply}"
+        assert_eq!(
+            reply["result"],
+            json!({"resultType": "complete"}),
+            "ping {id}"
         );
     }
-    let refused = replies.iter().find(|r| r["id"] == 5).unwrap();
+    let refused = replies.iter().find(|r| r["id"] == 4).unwrap();
     assert_eq!(refused["error"]["code"], -32022, "{refused}");
+    let mixed = replies.iter().find(|r| r["id"] == 5).unwrap();
+    assert_eq!(mixed["error"]["code"], -32600, "{mixed}");
+}
+
+#[test]
+fn ping_is_served_before_and_after_the_legacy_handshake() {
+    let mut input = frame(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    input.extend(fixtures::initialize(2, "2025-11-25"));
+    input.extend(fixtures::initialized());
+    input.extend(frame(&json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})));
+    let report = run_session(
+        &policy(OnInvalid::Close, OnDenied::ToolError),
+        &input,
+        &Chunking::Whole,
+    );
+    let replies = replies(&report);
+    for id in [1, 3] {
+        let reply = replies.iter().find(|r| r["id"] == id).unwrap();
+        assert_eq!(reply["result"], json!({}), "ping {id}");
+    }
+    assert!(report.closed.is_none());
 }
