@@ -4,11 +4,11 @@
 //! One frame's path, one module per stage, in order:
 //!
 //! ```text
-//! bytes ─▶ portcullis_wire (frame → utf8 → strict_json → rpc): RpcMessage
-//!       ─▶ mcp::admit(&mut SessionState, RpcMessage)  -> McpRequest  | Refusal
-//!       ─▶ schema::check(&ToolSpec, arguments)        -> CheckedCall | SchemaError
+//! bytes ─▶ portcullis_wire (frame → utf8 → strict_json → rpc) -> RpcMessage
+//!       ─▶ mcp::admit(&mut SessionState, RpcMessage)    -> McpRequest | Refusal
+//!       ─▶ schema::check(&ToolSpec, arguments)          -> CheckedCall | SchemaError
 //!       ─▶ authz::authorize(&CheckedCall, &SecretStore) -> AuthorizedAction | Denial
-//!       ─▶ Effect::Execute { ticket, line, action }   ─▶ executor::Executor
+//!       ─▶ Effect::Execute { ticket, line, action }     ─▶ executor::Executor
 //! ```
 //!
 //! [`session::Gateway`] is the state machine that sequences the stages and
@@ -17,8 +17,9 @@
 //! [`id`] is the request-id memory the MCP stage consults; [`reply`] builds
 //! results; [`ledger`] has the records a driver sinks and the counters the
 //! session keeps. [`policy`] loads and validates the TOML policy,
-//! [`template`] parses its URL and argv templates and [`secrets`] resolves
-//! its credentials. [`replay`] is the sans-IO driver with a
+//! [`template`] parses its URL and argv templates, [`host`] normalizes
+//! hosts for both policy and authorization, and [`secrets`] resolves its
+//! credentials. [`replay`] is the sans-IO driver with a
 //! [`replay::Recorder`] in place of the executor (`portcullis replay` and
 //! the test harnesses).
 
@@ -27,6 +28,7 @@
 pub mod authz;
 pub mod effect;
 pub mod executor;
+pub mod host;
 pub mod id;
 pub mod ledger;
 pub mod mcp;

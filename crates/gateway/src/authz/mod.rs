@@ -12,9 +12,8 @@ use std::fmt;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use url::Url;
 
-use crate::policy::{
-    HostPort, HttpSpec, SshSpec, TargetSpec, ToolSpec, default_port, normalize_host,
-};
+use crate::host::{default_port, normalize_host};
+use crate::policy::{HostPort, HttpSpec, SshSpec, TargetSpec, ToolSpec};
 use crate::schema::CheckedCall;
 use crate::secrets::{Secret, SecretStore};
 use crate::template::{ExpandError, Template};

@@ -3,11 +3,10 @@
 //! file, the tool and the field.
 //!
 //! This module is the validated model. [`raw`] is the TOML as written,
-//! [`validate`] turns it into the model, [`url_template`] parses an HTTP
-//! tool's URL template and [`host`] normalizes hosts as the URL parser will
-//! (authorization uses it too).
+//! [`validate`] turns it into the model and [`url_template`] parses an HTTP
+//! tool's URL template; hosts are normalized by [`crate::host`], as
+//! authorization normalizes them.
 
-pub mod host;
 mod raw;
 mod url_template;
 mod validate;
@@ -25,7 +24,7 @@ use crate::schema::ToolSchema;
 use crate::secrets::SecretStore;
 use crate::template::Template;
 
-pub use host::{default_port, normalize_host};
+pub use crate::host::{default_port, normalize_host};
 
 /// Default per-tool timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -2,7 +2,7 @@
 //! query values, each a [`Template`], with literal pieces restricted to
 //! characters that need no escaping.
 
-use super::host::normalize_host;
+use crate::host::normalize_host;
 use crate::template::{Piece, Template};
 
 pub(super) struct UrlTemplate {
