@@ -9,6 +9,12 @@
 //! 4 (stdout write failure), and 130 / 143 (ended by SIGINT / SIGTERM:
 //! 128 + the signal number); see [`mcp`] and [`shutdown`].
 //!
+//! Modules: [`mcp`] serves a session (startup; [`mcp`]'s `threads` and
+//! `driver` carry out the gateway's effects), with [`stdio`] owning stdout
+//! and [`shutdown`] cleaning up on every way out; [`replay`] runs a
+//! captured stream through `portcullis_gateway::replay` with the Recorder;
+//! [`inspect`], [`policy_cmd`] and [`audit`] are the report subcommands.
+//!
 //! stdout ownership: the very first thing `main` does, for every
 //! subcommand, is move stdout to a private descriptor and point fd 1 at
 //! stderr ([`stdio::take_stdout`]). The MCP driver writes protocol frames

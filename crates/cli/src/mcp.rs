@@ -1,7 +1,9 @@
 //! `portcullis mcp`: serve one MCP session on stdio, in front of the real
 //! HTTP and SSH executors.
 //!
-//! A thin driver around the sans-IO [`Gateway`]. Threads:
+//! A thin driver around the sans-IO [`Gateway`]: this file is startup
+//! (arguments, policy, credentials, logging, threads); [`threads`] has the
+//! stdin reader and the workers, [`driver`] the core loop. Threads:
 //!
 //! - **stdin reader**: reads chunks and sends them to the core. It holds at
 //!   most [`INPUT_CREDITS`] chunks ahead of the core (the core hands a
@@ -19,9 +21,9 @@
 //! - **core** (the calling thread): the only owner of the `Gateway`, the
 //!   [`FrameWriter`] and the audit journal. It receives events (stdin chunk,
 //!   stdin end, action done) from one channel and carries out every
-//!   [`Effect`] in order. It drains the gateway's ledger after every call
-//!   (the records go to the audit journal and the log; the counters stay),
-//!   so nothing it keeps grows with the length of the session.
+//!   [`Effect`] in order: refusals and actions arrive as effects and go to
+//!   the audit journal and the log (the gateway keeps only counters), so
+//!   nothing it keeps grows with the length of the session.
 //!
 //! Time: each action has its tool's timeout, which the executors enforce;
 //! the core also stops waiting [`TIMEOUT_MARGIN`] after it (counted from
@@ -40,27 +42,27 @@
 //! still running are killed and their identity material removed (see
 //! [`crate::shutdown`]).
 
+mod driver;
+mod threads;
+
 use std::collections::HashMap;
-use std::io::{self, IsTerminal as _, Read};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::io::{self, IsTerminal as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
 use portcullis_exec::RealExecutor;
-use portcullis_gateway::{
-    ActionTarget, AuthorizedAction, Config, Drained, Effect, Executor, Gateway, Outcome, Policy,
-    RejectionRecord, SecretStore, Ticket,
-};
+use portcullis_gateway::{Config, Executor, Gateway, Policy, SecretStore};
 
-use crate::audit::{Journal, OutcomeRecord};
-use crate::stdio::{FrameWriter, PrivateStdout};
+use crate::audit::Journal;
+use crate::stdio::PrivateStdout;
+use driver::{Driver, State};
+use threads::{Event, Job, StrayPrintTest, read_stdin, stray_print, worker};
 
 /// stdin reached end of file and every action was answered (or the grace
 /// period ran out).
@@ -149,7 +151,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
             "credential not available; tools that use it will be denied"
         );
     }
-    let policy = Arc::new(policy.bind_secrets(secrets));
+    let policy = Arc::new(policy);
     let journal = match &args.audit {
         Some(path) => Some(
             Journal::open(path)
@@ -201,7 +203,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         "serving MCP on stdio"
     );
     let driver = Driver {
-        gateway: Gateway::new(Arc::clone(&policy), Config::from_policy(&policy)),
+        gateway: Gateway::new(Arc::clone(&policy), secrets, Config::from_policy(&policy)),
         writer: stdout.into_frame_writer(),
         journal,
         jobs: jobs_tx,
@@ -251,565 +253,4 @@ fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
         tracing::warn!(error = %err, "ignoring invalid RUST_LOG; logging at info");
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// Threads
-
-#[derive(Debug)]
-enum Event {
-    Input(Vec<u8>),
-    Eof,
-    ReadError(io::Error),
-    Done(Done),
-    /// SIGINT or SIGTERM: end now with this exit status.
-    Signal(u8),
-}
-
-#[derive(Debug)]
-struct Job {
-    ticket: Ticket,
-    action: AuthorizedAction,
-    cancelled: Arc<AtomicBool>,
-}
-
-#[derive(Debug)]
-struct Done {
-    ticket: Ticket,
-    outcome: Outcome,
-    executed: bool,
-    elapsed: Duration,
-}
-
-fn read_stdin(events: &Sender<Event>, credits: &Receiver<()>) {
-    crate::stdio::make_blocking(io::stdin());
-    let mut stdin = io::stdin().lock();
-    let mut buf = vec![0; CHUNK_BYTES];
-    loop {
-        if credits.recv().is_err() {
-            return;
-        }
-        let event = loop {
-            match stdin.read(&mut buf) {
-                Ok(0) => break Event::Eof,
-                Ok(n) => break Event::Input(buf[..n].to_vec()),
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                Err(err) => break Event::ReadError(err),
-            }
-        };
-        let last = !matches!(event, Event::Input(_));
-        if events.send(event).is_err() || last {
-            return;
-        }
-    }
-}
-
-fn worker(jobs: &Mutex<Receiver<Job>>, done: &Sender<Event>, executor: &dyn Executor) {
-    loop {
-        let job = {
-            let jobs = jobs.lock().unwrap_or_else(PoisonError::into_inner);
-            jobs.recv()
-        };
-        let Ok(job) = job else { return };
-        let started = Instant::now();
-        let (outcome, executed) = if job.cancelled.load(Ordering::SeqCst) {
-            (Outcome::failure("cancelled before it started"), false)
-        } else {
-            let outcome = catch_unwind(AssertUnwindSafe(|| executor.execute(&job.action)))
-                .unwrap_or_else(|_| {
-                    tracing::error!(
-                        ticket = job.ticket.0,
-                        tool = job.action.tool(),
-                        "the executor panicked; answering with an internal error"
-                    );
-                    Outcome::failure("internal error")
-                });
-            (outcome, true)
-        };
-        let event = Event::Done(Done {
-            ticket: job.ticket,
-            outcome,
-            executed,
-            elapsed: started.elapsed(),
-        });
-        if done.send(event).is_err() {
-            return;
-        }
-    }
-}
-
-/// The `--stray-print-test` executor: misbehaves on purpose around the real
-/// one, to prove stray output and panics never reach the protocol stream.
-struct StrayPrintTest(RealExecutor);
-
-impl Executor for StrayPrintTest {
-    fn execute(&self, action: &AuthorizedAction) -> Outcome {
-        stray_print("tool path");
-        let tool = action.tool();
-        if tool.starts_with("panic") {
-            panic!("stray-print-test: deliberate panic in the tool path");
-        }
-        if tool.starts_with("hang") {
-            thread::sleep(action.timeout() * 4 + TIMEOUT_MARGIN * 4);
-            return Outcome::success("stray-print-test: woke up");
-        }
-        self.0.execute(action)
-    }
-}
-
-// Deliberate: this text must land on stderr (fd 1 points there), never on
-// the protocol stream. It is the one `println!` in the binary.
-#[allow(clippy::print_stdout)]
-fn stray_print(place: &str) {
-    println!("stray-print-test: println! at {place}; this line must not reach the client");
-}
-
-// ---------------------------------------------------------------------------
-// Core
-
-#[derive(Debug, Clone, Copy)]
-enum State {
-    Serving,
-    /// stdin ended; answering actions in flight until `until`.
-    Draining {
-        until: Instant,
-    },
-    /// Closing with `code`; waiting (without writing) for running actions
-    /// until `until`.
-    Stopping {
-        code: u8,
-        until: Instant,
-    },
-}
-
-#[derive(Debug)]
-struct Running {
-    deadline: Instant,
-    cancelled: Arc<AtomicBool>,
-    /// The gateway still expects `complete` for it (not cancelled by the
-    /// client, not given up on by the driver).
-    awaited: bool,
-    /// The client cancelled it.
-    client_cancelled: bool,
-    /// Its share of `Driver::action_bytes`.
-    bytes: usize,
-}
-
-struct Driver {
-    gateway: Gateway,
-    writer: FrameWriter,
-    journal: Option<Journal>,
-    jobs: SyncSender<Job>,
-    credits: SyncSender<()>,
-    /// Keeps the event channel connected, so waiting never fails.
-    _keepalive: Sender<Event>,
-    running: HashMap<Ticket, Running>,
-    /// Target bytes of the actions in `running`.
-    action_bytes: usize,
-    max_action_bytes: usize,
-    state: State,
-    grace: Duration,
-}
-
-impl Driver {
-    fn serve(mut self, events: &Receiver<Event>) -> u8 {
-        let code = loop {
-            let now = Instant::now();
-            self.expire(now);
-            if let Some(code) = self.finished(now) {
-                break code;
-            }
-            let event = match self.next_wakeup() {
-                Some(at) => match events.recv_timeout(at.saturating_duration_since(now)) {
-                    Ok(event) => Some(event),
-                    Err(RecvTimeoutError::Timeout) => None,
-                    Err(RecvTimeoutError::Disconnected) => break self.exit_code(),
-                },
-                None => match events.recv() {
-                    Ok(event) => Some(event),
-                    Err(_) => break self.exit_code(),
-                },
-            };
-            if let Some(event) = event {
-                self.handle(event);
-            }
-        };
-        if let Some(journal) = &mut self.journal {
-            journal.sync();
-        }
-        let counters = &self.gateway.ledger().counters;
-        tracing::info!(
-            exit = code,
-            frames = counters.frames_received,
-            rejected = counters.rejected_total(),
-            actions = counters.executor_calls,
-            "session over"
-        );
-        code
-    }
-
-    fn exit_code(&self) -> u8 {
-        match self.state {
-            State::Stopping { code, .. } => code,
-            _ => EXIT_EOF,
-        }
-    }
-
-    /// The exit code, once there is nothing left to wait for.
-    fn finished(&mut self, now: Instant) -> Option<u8> {
-        match self.state {
-            State::Serving => None,
-            State::Draining { until } => {
-                if self.running.is_empty() {
-                    return Some(EXIT_EOF);
-                }
-                if now < until {
-                    return None;
-                }
-                let mut awaited: Vec<Ticket> = self
-                    .running
-                    .iter()
-                    .filter(|(_, r)| r.awaited)
-                    .map(|(t, _)| *t)
-                    .collect();
-                awaited.sort();
-                tracing::warn!(
-                    running = self.running.len(),
-                    "grace period over with actions still running; their outcome is unknown"
-                );
-                for ticket in awaited {
-                    if let Some(r) = self.running.get_mut(&ticket) {
-                        r.awaited = false;
-                        r.cancelled.store(true, Ordering::SeqCst);
-                    }
-                    self.gate(|g| {
-                        g.complete(
-                            ticket,
-                            Outcome::failure(
-                                "interrupted: the gateway is shutting down; the outcome is unknown",
-                            ),
-                        )
-                    });
-                }
-                Some(self.exit_code())
-            }
-            State::Stopping { code, until } => {
-                if self.running.is_empty() {
-                    return Some(code);
-                }
-                if now >= until {
-                    tracing::warn!(
-                        running = self.running.len(),
-                        "grace period over with actions still running; their outcome is unknown"
-                    );
-                    return Some(code);
-                }
-                None
-            }
-        }
-    }
-
-    fn next_wakeup(&self) -> Option<Instant> {
-        let deadline = match self.state {
-            State::Serving | State::Draining { .. } => self
-                .running
-                .values()
-                .filter(|r| r.awaited)
-                .map(|r| r.deadline)
-                .min(),
-            State::Stopping { .. } => None,
-        };
-        let until = match self.state {
-            State::Serving => None,
-            State::Draining { until } | State::Stopping { until, .. } => Some(until),
-        };
-        match (deadline, until) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    /// Give up on awaited actions past their deadline.
-    fn expire(&mut self, now: Instant) {
-        if matches!(self.state, State::Stopping { .. }) {
-            return;
-        }
-        let mut late: Vec<Ticket> = self
-            .running
-            .iter()
-            .filter(|(_, r)| r.awaited && r.deadline <= now)
-            .map(|(t, _)| *t)
-            .collect();
-        late.sort();
-        for ticket in late {
-            if let Some(r) = self.running.get_mut(&ticket) {
-                r.awaited = false;
-                r.cancelled.store(true, Ordering::SeqCst);
-            }
-            tracing::warn!(
-                ticket = ticket.0,
-                "action timed out; no longer waiting for it"
-            );
-            self.gate(|g| g.complete(ticket, Outcome::failure("timed out")));
-        }
-    }
-
-    fn handle(&mut self, event: Event) {
-        match event {
-            Event::Input(bytes) => {
-                if matches!(self.state, State::Serving) {
-                    // Line by line: the replies to one chunk of small
-                    // requests (each `tools/list` answer can be large) are
-                    // written as they come, never held together.
-                    for piece in bytes.split_inclusive(|&b| b == b'\n') {
-                        if !matches!(self.state, State::Serving) {
-                            break;
-                        }
-                        self.gate(|g| g.receive(piece));
-                    }
-                    // Only a serving core reads on; otherwise the reader
-                    // stays parked.
-                    if matches!(self.state, State::Serving) {
-                        let _ = self.credits.try_send(());
-                    }
-                }
-            }
-            Event::Eof => self.end_of_input(),
-            Event::ReadError(err) => {
-                tracing::warn!(error = %err, "cannot read stdin; treating it as end of input");
-                self.end_of_input();
-            }
-            Event::Done(done) => self.done(done),
-            Event::Signal(code) => {
-                // No grace period: the clients still running are killed on
-                // the way out (crate::shutdown).
-                self.state = State::Stopping {
-                    code,
-                    until: Instant::now(),
-                };
-            }
-        }
-    }
-
-    fn end_of_input(&mut self) {
-        if !matches!(self.state, State::Serving) {
-            return;
-        }
-        self.gate(Gateway::end_of_input);
-        if matches!(self.state, State::Serving) {
-            tracing::info!(in_flight = self.running.len(), "stdin closed");
-            self.state = State::Draining {
-                until: Instant::now() + self.grace,
-            };
-        }
-    }
-
-    fn done(&mut self, done: Done) {
-        let Some(running) = self.running.remove(&done.ticket) else {
-            return;
-        };
-        self.action_bytes -= running.bytes;
-        if let Some(journal) = &mut self.journal {
-            let record = OutcomeRecord {
-                outcome: &done.outcome,
-                executed: done.executed,
-                cancelled: running.client_cancelled,
-                late: !running.awaited && !running.client_cancelled,
-                elapsed: done.elapsed,
-            };
-            if let Err(err) = journal.outcome(done.ticket, &record) {
-                tracing::error!(error = %err, ticket = done.ticket.0, "cannot write an outcome to the audit journal");
-            }
-        }
-        let writable = !matches!(self.state, State::Stopping { .. }) && self.writer.is_open();
-        if running.awaited && writable {
-            self.gate(|g| g.complete(done.ticket, done.outcome));
-        }
-    }
-
-    /// Call the gateway and carry out its effects, journaling its new
-    /// rejections in input-line order with the actions. The records are
-    /// drained from the gateway's ledger here, so it never grows.
-    fn gate(&mut self, call: impl FnOnce(&mut Gateway) -> Vec<Effect>) {
-        let effects = call(&mut self.gateway);
-        let Drained {
-            rejections,
-            journal,
-        } = self.gateway.drain_ledger();
-        let mut rejections = rejections.into_iter().peekable();
-        for effect in effects {
-            let line = match &effect {
-                Effect::Execute(ticket, _) => journal
-                    .iter()
-                    .find(|e| e.ticket == ticket.0)
-                    .map(|e| e.line),
-                Effect::Close(reason) => Some(reason.line + 1),
-                Effect::Write(_) | Effect::Cancel(_) => None,
-            };
-            if let Some(line) = line {
-                self.journal_rejections(&mut rejections, line);
-            }
-            self.apply(effect, line);
-        }
-        self.journal_rejections(&mut rejections, u64::MAX);
-    }
-
-    /// Log and journal the drained rejections from lines before `before`.
-    fn journal_rejections(
-        &mut self,
-        rejections: &mut std::iter::Peekable<std::vec::IntoIter<RejectionRecord>>,
-        before: u64,
-    ) {
-        while let Some(r) = rejections.next_if(|r| r.line < before) {
-            tracing::debug!(
-                line = r.line,
-                stage = r.stage.as_str(),
-                code = r.code,
-                fingerprint = %r.fingerprint,
-                "frame rejected"
-            );
-            if let Some(journal) = &mut self.journal
-                && let Err(err) = journal.rejection(&r)
-            {
-                tracing::error!(error = %err, "cannot write a rejection to the audit journal");
-            }
-        }
-    }
-
-    /// Carry out one effect; `line` is the input line of an `Execute`'s frame.
-    fn apply(&mut self, effect: Effect, line: Option<u64>) {
-        match effect {
-            Effect::Write(frame) => {
-                if !self.writer.is_open() {
-                    return;
-                }
-                if let Err(err) = self.writer.write_frame(&frame) {
-                    tracing::error!(error = %err, "cannot write to stdout; ending the session");
-                    self.stop(EXIT_STDOUT);
-                }
-            }
-            Effect::Execute(ticket, action) => self.execute(ticket, action, line),
-            Effect::Cancel(ticket) => {
-                if let Some(r) = self.running.get_mut(&ticket) {
-                    r.awaited = false;
-                    r.client_cancelled = true;
-                    r.cancelled.store(true, Ordering::SeqCst);
-                    tracing::info!(ticket = ticket.0, "action cancelled by the client");
-                }
-            }
-            Effect::Close(reason) => {
-                tracing::warn!(
-                    line = reason.line,
-                    stage = reason.stage.as_str(),
-                    code = reason.code,
-                    reason = %reason.reason,
-                    "invalid input; closing the session"
-                );
-                self.stop(EXIT_CLOSED);
-            }
-        }
-    }
-
-    fn stop(&mut self, code: u8) {
-        if matches!(self.state, State::Stopping { .. }) {
-            return;
-        }
-        self.state = State::Stopping {
-            code,
-            until: Instant::now() + self.grace,
-        };
-    }
-
-    fn execute(&mut self, ticket: Ticket, action: AuthorizedAction, line: Option<u64>) {
-        if matches!(self.state, State::Stopping { .. }) || !self.writer.is_open() {
-            tracing::info!(
-                ticket = ticket.0,
-                "not running an action: the session is ending"
-            );
-            return;
-        }
-        if let Some(journal) = &mut self.journal
-            && let Err(err) = journal.intent(ticket, line, &action)
-        {
-            tracing::error!(
-                error = %err,
-                ticket = ticket.0,
-                tool = action.tool(),
-                "cannot write the intent to the audit journal; denying the action"
-            );
-            self.gate(|g| {
-                g.complete(
-                    ticket,
-                    Outcome::failure("denied: audit journal unavailable"),
-                )
-            });
-            return;
-        }
-        let timeout = action.timeout();
-        tracing::info!(
-            ticket = ticket.0,
-            tool = action.tool(),
-            kind = action.kind(),
-            "running action"
-        );
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let bytes = target_bytes(&action);
-        let job = Job {
-            ticket,
-            action,
-            cancelled: Arc::clone(&cancelled),
-        };
-        let room = self.running.is_empty()
-            || self.action_bytes.saturating_add(bytes) <= self.max_action_bytes;
-        let sent = if room {
-            self.jobs.try_send(job)
-        } else {
-            Err(TrySendError::Full(job))
-        };
-        match sent {
-            Ok(()) => {
-                self.action_bytes += bytes;
-                self.running.insert(
-                    ticket,
-                    Running {
-                        deadline: Instant::now() + timeout + TIMEOUT_MARGIN,
-                        cancelled,
-                        awaited: true,
-                        client_cancelled: false,
-                        bytes,
-                    },
-                );
-            }
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                tracing::warn!(
-                    ticket = ticket.0,
-                    "the action queue is full; refusing the action"
-                );
-                let outcome =
-                    Outcome::failure("busy: too many tool calls in progress; try again later");
-                if let Some(journal) = &mut self.journal {
-                    let record = OutcomeRecord {
-                        outcome: &outcome,
-                        executed: false,
-                        cancelled: false,
-                        late: false,
-                        elapsed: Duration::ZERO,
-                    };
-                    if let Err(err) = journal.outcome(ticket, &record) {
-                        tracing::error!(error = %err, "cannot write an outcome to the audit journal");
-                    }
-                }
-                self.gate(|g| g.complete(ticket, outcome));
-            }
-        }
-    }
-}
-
-/// The bytes an action's target holds (what a queued action costs beyond
-/// its fixed size).
-fn target_bytes(action: &AuthorizedAction) -> usize {
-    match action.target() {
-        ActionTarget::Http(h) => h.url().as_str().len(),
-        ActionTarget::Ssh(s) => s.argv().iter().map(String::len).sum::<usize>() + s.host().len(),
-    }
 }

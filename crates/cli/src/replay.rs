@@ -9,13 +9,11 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
+use portcullis_gateway::replay::{Chunking, Recorder, run_session_unchecked};
 use portcullis_gateway::{Policy, SecretStore};
-use portcullis_testkit::recorder::Recorder;
-use portcullis_testkit::session::{Chunking, run_session_unchecked};
 use portcullis_wire::transcript::check_transcript;
 use serde_json::json;
 
@@ -49,7 +47,7 @@ pub fn run(args: &ReplayArgs, out: impl Write) -> anyhow::Result<ExitCode> {
     } else {
         SecretStore::stand_ins(&policy)
     };
-    let policy = Arc::new(policy.bind_secrets(secrets));
+    let policy = policy.bind_secrets(secrets);
     let mut input = Vec::new();
     if args.input == "-" {
         std::io::stdin()

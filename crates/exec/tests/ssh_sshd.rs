@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::ssh::{KEY_CANARY, action_with_timeout, fake_ssh};
 use portcullis_exec::{RealExecutor, SshExecutor};
-use portcullis_gateway::{Executor, Policy, Secret, SecretStore};
+use portcullis_gateway::{BoundPolicy, Executor, Policy, Secret, SecretStore};
 use portcullis_testkit::fakes::{LocalSshd, toml_string};
 use serde_json::json;
 
@@ -23,7 +23,7 @@ fn local_sshd() -> Option<LocalSshd> {
 }
 
 /// Policy with a file-sourced key (the `Secret` carries the path).
-fn sshd_policy(sshd: &LocalSshd, argv: &[&str], args: &[&str]) -> Policy {
+fn sshd_policy(sshd: &LocalSshd, argv: &[&str], args: &[&str]) -> BoundPolicy {
     let text = format!(
         "[server]\nname = \"exec-sshd-test\"\n\n{}\n{}",
         sshd.credential_toml("key"),

@@ -2,14 +2,17 @@
 //! the executor. A test can say "one frame rejected, session closed, zero
 //! executor calls" as three separate facts.
 //!
-//! Records are small and fixed-size apart from the tool name (no frame
-//! bytes, ids, arguments or targets: fingerprints stand for them), and a
-//! long-running driver takes them with [`Ledger::drain`] once audited, so
-//! only the counters live as long as the session.
+//! The session keeps only the [`Counters`]. The records leave it as effects
+//! ([`crate::Effect::Rejected`], [`crate::Effect::Execute`]) and go to a
+//! sink: a `Vec` in the replay driver, the audit journal in the binary.
+//! They are small and fixed-size apart from the tool name (no frame bytes,
+//! ids, arguments or targets: fingerprints stand for them).
 
 use std::collections::BTreeMap;
 
 use portcullis_wire::{Fingerprint, Stage};
+
+use crate::authz::AuthorizedAction;
 
 /// One refused frame. No raw bytes, no id, no argument values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,55 +68,17 @@ impl Counters {
     }
 }
 
-/// Records taken out of a [`Ledger`] by [`Ledger::drain`], in order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Drained {
-    /// Refused frames.
-    pub rejections: Vec<RejectionRecord>,
-    /// Actions handed to the executor (an entry drained while its action
-    /// runs keeps `outcome: None`).
-    pub journal: Vec<JournalEntry>,
-}
-
-/// The rejection ledger and the execution journal of one session.
-#[derive(Debug, Clone, Default)]
-pub struct Ledger {
-    /// Refused frames, in order.
-    pub rejections: Vec<RejectionRecord>,
-    /// Actions handed to the executor, in order.
-    pub journal: Vec<JournalEntry>,
-    /// Counters.
-    pub counters: Counters,
-}
-
-impl Ledger {
-    /// Take every record kept so far; the counters stay.
-    pub fn drain(&mut self) -> Drained {
-        Drained {
-            rejections: std::mem::take(&mut self.rejections),
-            journal: std::mem::take(&mut self.journal),
-        }
-    }
-
-    pub(crate) fn reject(&mut self, record: RejectionRecord) {
-        *self
-            .counters
-            .frames_rejected
-            .entry(record.stage)
-            .or_default() += 1;
-        self.rejections.push(record);
-    }
-
-    pub(crate) fn executed(&mut self, entry: JournalEntry) {
-        self.counters.executor_calls += 1;
-        self.journal.push(entry);
-    }
-
-    pub(crate) fn completed(&mut self, ticket: u64, is_error: bool) {
-        self.counters.executor_completions += 1;
-        // A drained entry is no longer here to update; its driver has it.
-        if let Some(entry) = self.journal.iter_mut().rev().find(|e| e.ticket == ticket) {
-            entry.outcome = Some(is_error);
+impl JournalEntry {
+    /// The entry for an `Execute` effect, still in flight: what a journal
+    /// sink records, with a fingerprint for the target.
+    pub fn of(ticket: u64, line: u64, action: &AuthorizedAction) -> Self {
+        Self {
+            ticket,
+            line,
+            tool: action.tool().to_owned(),
+            kind: action.kind(),
+            target: Fingerprint::of(action.describe_target().as_bytes()),
+            outcome: None,
         }
     }
 }

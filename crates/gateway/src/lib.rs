@@ -1,33 +1,49 @@
 //! The Portcullis gateway core: a sans-IO MCP session that decides, frame by
 //! frame, what may become an action.
 //!
-//! Data flow, one module per stage: the wire crate yields an `RpcMessage`;
-//! [`mcp`] fixes the era and lifecycle and routes methods; [`schema`] checks
-//! tool arguments against the policy's compiled input schema, yielding a
-//! [`schema::CheckedCall`]; [`authz`] expands templates as data, checks the
-//! allowlist and credential, and is the only place an
-//! [`authz::AuthorizedAction`] can be made; [`executor::Executor`] takes
-//! nothing else. [`gateway::Gateway`] is the state machine that ties them
-//! together and returns [`gateway::Effect`]s; [`ledger`] keeps rejections
-//! and executions apart. [`policy`] loads and validates the TOML policy.
+//! One frame's path, one module per stage, in order:
+//!
+//! ```text
+//! bytes ─▶ portcullis_wire (frame → utf8 → strict_json → rpc) -> RpcMessage
+//!       ─▶ mcp::admit(&mut SessionState, RpcMessage)    -> McpRequest | Refusal
+//!       ─▶ schema::check(&ToolSpec, arguments)          -> CheckedCall | SchemaError
+//!       ─▶ authz::authorize(&CheckedCall, &SecretStore) -> AuthorizedAction | Denial
+//!       ─▶ Effect::Execute { ticket, line, action }     ─▶ executor::Executor
+//! ```
+//!
+//! [`session::Gateway`] is the state machine that sequences the stages and
+//! returns [`effect::Effect`]s (`Write`, `Execute`, `Rejected`, `Cancel`,
+//! `Close`); a driver carries them out and never reads the session's state.
+//! [`id`] is the request-id memory the MCP stage consults; [`reply`] builds
+//! results; [`ledger`] has the records a driver sinks and the counters the
+//! session keeps. [`policy`] loads and validates the TOML policy,
+//! [`template`] parses its URL and argv templates, [`host`] normalizes
+//! hosts for both policy and authorization, and [`secrets`] resolves its
+//! credentials. [`replay`] is the sans-IO driver with a
+//! [`replay::Recorder`] in place of the executor (`portcullis replay` and
+//! the test harnesses).
 
 #![forbid(unsafe_code)]
 
 pub mod authz;
+pub mod effect;
 pub mod executor;
-pub mod gateway;
-mod ids;
+pub mod host;
+pub mod id;
 pub mod ledger;
 pub mod mcp;
 pub mod policy;
+pub mod replay;
 pub mod reply;
 pub mod schema;
 pub mod secrets;
+pub mod session;
 pub mod template;
 
 pub use authz::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
+pub use effect::{CloseReason, Effect, Frame, Ticket};
 pub use executor::{Executor, Outcome};
-pub use gateway::{CloseReason, Config, Effect, Gateway, Ticket};
-pub use ledger::{Counters, Drained, JournalEntry, Ledger, RejectionRecord};
-pub use policy::{OnDenied, OnInvalid, Policy, PolicyError};
+pub use ledger::{Counters, JournalEntry, RejectionRecord};
+pub use policy::{BoundPolicy, OnDenied, OnInvalid, Policy, PolicyError};
 pub use secrets::{Secret, SecretStore};
+pub use session::{Config, Gateway};

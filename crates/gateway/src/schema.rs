@@ -10,20 +10,77 @@ use std::fmt;
 use std::sync::Arc;
 
 use portcullis_wire::strict_json::display_name;
+
+use crate::policy::ToolSpec;
 use serde_json::{Map, Value};
 
-/// Tool arguments that passed the tool's input schema. Only
-/// [`ToolSchema::check`] makes one; authorization takes nothing else.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckedCall {
-    tool: String,
+/// The schema stage: check `arguments` against `tool`'s compiled input
+/// schema.
+pub fn check(
+    tool: &ToolSpec,
+    arguments: Map<String, Value>,
+) -> Result<CheckedCall<'_>, SchemaError> {
+    let arguments = tool.schema.check(&tool.name, arguments)?;
+    Ok(CheckedCall { tool, arguments })
+}
+
+/// Why arguments failed their tool's input schema. Its text is what the
+/// model reads as the tool error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The arguments fail these keywords (at most eight, one line each).
+    #[error(
+        "arguments do not match the input schema of {tool}:\n{}",
+        lines(failures)
+    )]
+    Mismatch {
+        /// The tool's name.
+        tool: String,
+        /// One failure per failing keyword, in the validator's order.
+        failures: Vec<KeywordFailure>,
+    },
+}
+
+impl SchemaError {
+    /// The failing keywords.
+    pub fn failures(&self) -> &[KeywordFailure] {
+        match self {
+            SchemaError::Mismatch { failures, .. } => failures,
+        }
+    }
+}
+
+fn lines(failures: &[KeywordFailure]) -> String {
+    let lines: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
+/// One failing keyword: where, which keyword, what the schema wants. No
+/// argument values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("at {at}: {wants} (`{keyword}`)")]
+pub struct KeywordFailure {
+    /// JSON pointer into the arguments (non-identifier segments withheld).
+    pub at: String,
+    /// The JSON Schema keyword that failed (`required`, `type`, ...).
+    pub keyword: String,
+    /// What the schema wants, in words.
+    pub wants: String,
+}
+
+/// A call to a policy tool whose arguments passed the tool's input schema.
+/// Only [`check`] makes one; authorization takes nothing else.
+#[derive(Debug, Clone)]
+pub struct CheckedCall<'p> {
+    tool: &'p ToolSpec,
     arguments: Map<String, Value>,
 }
 
-impl CheckedCall {
-    /// The tool's name.
-    pub fn tool(&self) -> &str {
-        &self.tool
+impl<'p> CheckedCall<'p> {
+    /// The tool, as the policy defines it.
+    pub fn tool(&self) -> &'p ToolSpec {
+        self.tool
     }
 
     /// The checked arguments.
@@ -86,33 +143,34 @@ impl ToolSchema {
         &self.document
     }
 
-    /// Check arguments. Each error (at most eight, one per failing keyword)
-    /// names the JSON pointer, the keyword and what the schema wants — the
-    /// missing or unexpected property names, the expected type, the allowed
-    /// values, the pattern, the bounds — so a model can correct its call;
-    /// never the argument values (they may be secrets).
+    /// Check arguments. Each failure (at most eight, one per failing
+    /// keyword) names the JSON pointer, the keyword and what the schema
+    /// wants — the missing or unexpected property names, the expected type,
+    /// the allowed values, the pattern, the bounds — so a model can correct
+    /// its call; never the argument values (they may be secrets). `tool`
+    /// names the tool in the error; the arguments come back on success.
     pub fn check(
         &self,
         tool: &str,
         arguments: Map<String, Value>,
-    ) -> Result<CheckedCall, Vec<String>> {
+    ) -> Result<Map<String, Value>, SchemaError> {
         let arguments = Value::Object(arguments);
-        let errors: Vec<String> = self
+        let failures: Vec<KeywordFailure> = self
             .validator
             .iter_errors(&arguments)
             .take(8)
             .map(|err| describe(&err))
             .collect();
-        if !errors.is_empty() {
-            return Err(errors);
+        if !failures.is_empty() {
+            return Err(SchemaError::Mismatch {
+                tool: tool.to_owned(),
+                failures,
+            });
         }
         let Value::Object(arguments) = arguments else {
             unreachable!("wrapped just above")
         };
-        Ok(CheckedCall {
-            tool: tool.to_owned(),
-            arguments,
-        })
+        Ok(arguments)
     }
 
     /// A placeholder may only name a required property typed string or
@@ -145,7 +203,7 @@ impl ToolSchema {
 /// One line a model can act on. Everything quoted comes from the policy's
 /// schema, except property names the caller sent, which are shown only
 /// when they look like identifiers.
-fn describe(err: &jsonschema::ValidationError<'_>) -> String {
+fn describe(err: &jsonschema::ValidationError<'_>) -> KeywordFailure {
     use jsonschema::error::{TypeKind, ValidationErrorKind as K};
     let at = pointer(&err.instance_path().to_string());
     let keyword = keyword_of(&err.schema_path().to_string()).to_owned();
@@ -195,7 +253,7 @@ fn describe(err: &jsonschema::ValidationError<'_>) -> String {
         K::Not { .. } => "must not match the `not` schema".to_owned(),
         _ => "does not match the schema".to_owned(),
     };
-    format!("at {at}: {wants} (`{keyword}`)")
+    KeywordFailure { at, keyword, wants }
 }
 
 /// A JSON pointer whose segments are shown when they are array indexes or

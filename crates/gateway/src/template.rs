@@ -21,9 +21,24 @@ pub enum Piece {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template(pub Vec<Piece>);
 
-/// A template that does not parse.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TemplateError(pub String);
+/// Why a template does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TemplateError {
+    /// A placeholder name holds a character other than ASCII letters,
+    /// digits, `_` and `-`.
+    #[error("invalid character {0:?} in placeholder name")]
+    InvalidCharacter(char),
+    /// A `{` without its `}`.
+    #[error("unclosed placeholder")]
+    Unclosed,
+    /// `{}`.
+    #[error("empty placeholder {{}}")]
+    EmptyPlaceholder,
+    /// A lone `}`.
+    #[error("unmatched '}}' (write '}}}}' for a brace)")]
+    UnmatchedClose,
+}
 
 /// Why a template could not be expanded with a call's arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,15 +74,13 @@ impl Template {
                                 name.push(c)
                             }
                             Some(c) => {
-                                return Err(TemplateError(format!(
-                                    "invalid character {c:?} in placeholder name"
-                                )));
+                                return Err(TemplateError::InvalidCharacter(c));
                             }
-                            None => return Err(TemplateError("unclosed placeholder".into())),
+                            None => return Err(TemplateError::Unclosed),
                         }
                     }
                     if name.is_empty() {
-                        return Err(TemplateError("empty placeholder {}".into()));
+                        return Err(TemplateError::EmptyPlaceholder);
                     }
                     if !lit.is_empty() {
                         pieces.push(Piece::Lit(std::mem::take(&mut lit)));
@@ -75,9 +88,7 @@ impl Template {
                     pieces.push(Piece::Arg(name));
                 }
                 '}' => {
-                    return Err(TemplateError(
-                        "unmatched '}' (write '}}' for a brace)".into(),
-                    ));
+                    return Err(TemplateError::UnmatchedClose);
                 }
                 c => lit.push(c),
             }
@@ -149,4 +160,42 @@ pub fn used_args<'a>(templates: impl IntoIterator<Item = &'a Template>) -> BTree
         .into_iter()
         .flat_map(|t| t.args().map(str::to_owned).collect::<Vec<_>>())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_malformed_template_names_its_fault_in_the_policy_error_text() {
+        let cases = [
+            (
+                "/a/{na.me}",
+                TemplateError::InvalidCharacter('.'),
+                "invalid character '.' in placeholder name",
+            ),
+            ("/a/{name", TemplateError::Unclosed, "unclosed placeholder"),
+            (
+                "/a/{}",
+                TemplateError::EmptyPlaceholder,
+                "empty placeholder {}",
+            ),
+            (
+                "/a/}",
+                TemplateError::UnmatchedClose,
+                "unmatched '}' (write '}}' for a brace)",
+            ),
+        ];
+        for (text, variant, message) in cases {
+            let err = Template::parse(text).expect_err(text);
+            assert_eq!(err, variant, "{text}");
+            assert_eq!(err.to_string(), message, "{text}");
+        }
+    }
+
+    #[test]
+    fn doubled_braces_are_literal_braces() {
+        let t = Template::parse("{{x}}").unwrap();
+        assert_eq!(t.literal(), Some("{x}"));
+    }
 }

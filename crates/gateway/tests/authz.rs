@@ -5,7 +5,8 @@ use std::path::Path;
 
 use percent_encoding::percent_decode_str;
 use portcullis_gateway::authz::{ActionTarget, Component, Denial, authorize};
-use portcullis_gateway::{Policy, Secret, SecretStore};
+use portcullis_gateway::schema;
+use portcullis_gateway::{BoundPolicy, Policy, Secret, SecretStore};
 use serde_json::{Value, json};
 
 const POLICY: &str = r#"
@@ -53,7 +54,7 @@ properties.unit = { type = "string" }
 properties.n = { type = "integer" }
 "#;
 
-fn policy(with_secret: bool) -> Policy {
+fn policy(with_secret: bool) -> BoundPolicy {
     let policy = Policy::from_toml(POLICY, Path::new("authz.toml")).unwrap();
     let mut store = SecretStore::default();
     if with_secret {
@@ -62,11 +63,14 @@ fn policy(with_secret: bool) -> Policy {
     policy.bind_secrets(store)
 }
 
-fn decide(policy: &Policy, tool: &str, args: Value) -> Result<ActionTarget, String> {
+fn decide(policy: &BoundPolicy, tool: &str, args: Value) -> Result<ActionTarget, String> {
     let Value::Object(args) = args else { panic!() };
     let spec = policy.tool(tool).unwrap();
-    let checked = spec.schema.check(tool, args).map_err(|e| e.join("; "))?;
-    authorize(policy, checked)
+    let checked = schema::check(spec, args).map_err(|e| {
+        let lines: Vec<String> = e.failures().iter().map(ToString::to_string).collect();
+        lines.join("; ")
+    })?;
+    authorize(&checked, policy.secrets())
         .map(|a| a.target().clone())
         .map_err(|d| d.to_string())
 }
@@ -192,17 +196,17 @@ required = ["unit"]
 properties.unit = { type = "string" }
 "#;
 
-fn avatar_policy() -> Policy {
+fn avatar_policy() -> BoundPolicy {
     let policy = Policy::from_toml(AVATAR, Path::new("avatar.toml")).unwrap();
     let mut store = SecretStore::default();
     store.insert("tok", Secret::new("t0ken"));
     policy.bind_secrets(store)
 }
 
-fn denial(policy: &Policy, tool: &str, args: Value) -> Denial {
+fn denial(policy: &BoundPolicy, tool: &str, args: Value) -> Denial {
     let Value::Object(args) = args else { panic!() };
-    let checked = policy.tool(tool).unwrap().schema.check(tool, args).unwrap();
-    authorize(policy, checked).expect_err("must be denied")
+    let checked = schema::check(policy.tool(tool).unwrap(), args).unwrap();
+    authorize(&checked, policy.secrets()).expect_err("must be denied")
 }
 
 #[test]
@@ -289,13 +293,8 @@ fn hostile_printable_values_arrive_exactly_as_written() {
         let Value::Object(args) = json!({"user": value, "size": value}) else {
             panic!()
         };
-        let checked = p
-            .tool("avatar_delete")
-            .unwrap()
-            .schema
-            .check("avatar_delete", args)
-            .unwrap();
-        let action = authorize(&p, checked).expect(value);
+        let checked = schema::check(p.tool("avatar_delete").unwrap(), args).unwrap();
+        let action = authorize(&checked, p.secrets()).expect(value);
         let ActionTarget::Http(h) = action.target() else {
             panic!()
         };
@@ -344,20 +343,15 @@ fn a_plus_in_a_query_literal_arrives_as_a_plus() {
         "http://127.0.0.1:8080/users/{user}/avatar?size={size}",
         "http://127.0.0.1:8080/users/{user}/avatar?a+b=x+{size}",
     );
-    let mut p = Policy::from_toml(&text, Path::new("plus.toml")).unwrap();
+    let p = Policy::from_toml(&text, Path::new("plus.toml")).unwrap();
     let mut store = SecretStore::default();
     store.insert("tok", Secret::new("t0ken"));
-    p = p.bind_secrets(store);
+    let p = p.bind_secrets(store);
     let Value::Object(args) = json!({"user": "u", "size": "1 +2"}) else {
         panic!()
     };
-    let checked = p
-        .tool("avatar_delete")
-        .unwrap()
-        .schema
-        .check("avatar_delete", args)
-        .unwrap();
-    let action = authorize(&p, checked).unwrap();
+    let checked = schema::check(p.tool("avatar_delete").unwrap(), args).unwrap();
+    let action = authorize(&checked, p.secrets()).unwrap();
     let ActionTarget::Http(h) = action.target() else {
         panic!()
     };

@@ -9,11 +9,20 @@ const VALUE: &str = "SECRET-VALUE-9f2c";
 
 fn errors(schema: Value, args: Value) -> Vec<String> {
     let Value::Object(args) = args else { panic!() };
-    let errors = ToolSchema::compile(schema)
+    let refusal = ToolSchema::compile(schema)
         .unwrap()
         .check("t", args)
         .expect_err("must be refused");
-    for line in &errors {
+    // The tool error the model reads: a heading, then one line per failure.
+    let text = refusal.to_string();
+    let failures = refusal.failures();
+    assert_eq!(text.lines().count(), failures.len() + 1, "{text}");
+    let errors: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    for (line, failure) in errors.iter().zip(failures) {
+        assert!(
+            line.ends_with(&format!("(`{}`)", failure.keyword)),
+            "{line}"
+        );
         assert!(!line.contains(VALUE), "a value leaked: {line}");
         assert!(!line.contains('\n'), "one line per failure: {line:?}");
     }

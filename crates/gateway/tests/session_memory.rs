@@ -1,15 +1,19 @@
 //! What a session keeps is bounded by configuration, not by what it is sent:
 //! request ids have a length cap and are remembered as digests in a capped
-//! memory, and the ledger holds fingerprints and can be drained.
+//! memory, and records leave the session as effects (fingerprints, never
+//! ids or arguments) while the session keeps only counters.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use portcullis_gateway::{Config, Effect, Gateway, OnInvalid, Outcome, Policy, SecretStore};
+use portcullis_gateway::{
+    BoundPolicy, Config, Effect, Gateway, JournalEntry, OnInvalid, Outcome, Policy,
+    RejectionRecord, SecretStore,
+};
 use portcullis_wire::{Fingerprint, Stage};
 use serde_json::{Value, json};
 
-fn policy(server_extra: &str, on_invalid: OnInvalid) -> Arc<Policy> {
+fn policy(server_extra: &str, on_invalid: OnInvalid) -> Arc<BoundPolicy> {
     let text = format!(
         r#"
 [server]
@@ -35,8 +39,12 @@ properties.text = {{ type = "string" }}
     Arc::new(policy.bind_secrets(secrets))
 }
 
-fn gateway(policy: &Arc<Policy>) -> Gateway {
-    Gateway::new(Arc::clone(policy), Config::from_policy(policy))
+fn gateway(policy: &BoundPolicy) -> Gateway {
+    Gateway::new(
+        Arc::clone(policy.policy()),
+        Arc::clone(policy.secrets()),
+        Config::from_policy(policy),
+    )
 }
 
 fn line(value: &Value) -> Vec<u8> {
@@ -49,30 +57,57 @@ fn ping(id: Value) -> Vec<u8> {
     line(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
 }
 
+/// A driver's sinks: the rejection ledger and the execution journal.
+#[derive(Debug, Default)]
+struct Sinks {
+    rejections: Vec<RejectionRecord>,
+    journal: Vec<JournalEntry>,
+}
+
+impl Sinks {
+    /// Keep the records among `effects`; return the frames written, parsed.
+    fn take(&mut self, effects: &[Effect]) -> Vec<Value> {
+        let mut frames = Vec::new();
+        for effect in effects {
+            match effect {
+                Effect::Write(frame) => frames.push(serde_json::from_slice(frame).unwrap()),
+                Effect::Rejected(record) => self.rejections.push(record.clone()),
+                Effect::Execute {
+                    ticket,
+                    line,
+                    action,
+                } => self.journal.push(JournalEntry::of(ticket.0, *line, action)),
+                _ => {}
+            }
+        }
+        frames
+    }
+}
+
+/// The frames written for `bytes`, parsed; records go to `sinks`.
+fn written_to(gateway: &mut Gateway, sinks: &mut Sinks, bytes: &[u8]) -> Vec<Value> {
+    let effects = gateway.receive(bytes);
+    sinks.take(&effects)
+}
+
 /// The frames written for `bytes`, parsed.
 fn written(gateway: &mut Gateway, bytes: &[u8]) -> Vec<Value> {
-    gateway
-        .receive(bytes)
-        .into_iter()
-        .filter_map(|e| match e {
-            Effect::Write(frame) => Some(serde_json::from_slice(&frame).unwrap()),
-            _ => None,
-        })
-        .collect()
+    written_to(gateway, &mut Sinks::default(), bytes)
 }
 
 #[test]
 fn a_string_id_longer_than_max_id_bytes_is_refused_at_the_mcp_stage_with_the_id_echoed() {
     let policy = policy("max_id_bytes = 64", OnInvalid::KeepOpen);
     let mut gate = gateway(&policy);
+    let mut ledger = Sinks::default();
     let at_cap = "a".repeat(64);
     let over = "b".repeat(65);
-    let replies = written(&mut gate, &ping(json!(at_cap)));
+    let replies = written_to(&mut gate, &mut ledger, &ping(json!(at_cap)));
     assert_eq!(
         replies,
         [json!({"jsonrpc": "2.0", "id": at_cap, "result": {}})]
     );
-    let replies = written(&mut gate, &ping(json!(over)));
+    let replies = written_to(&mut gate, &mut ledger, &ping(json!(over)));
     assert_eq!(replies.len(), 1);
     assert_eq!(replies[0]["id"], json!(over));
     assert_eq!(replies[0]["error"]["code"], json!(-32600));
@@ -81,7 +116,6 @@ fn a_string_id_longer_than_max_id_bytes_is_refused_at_the_mcp_stage_with_the_id_
         message.contains("request id too long") && message.contains("max_id_bytes"),
         "{message}"
     );
-    let ledger = gate.ledger();
     assert_eq!(ledger.rejections.len(), 1);
     assert_eq!(ledger.rejections[0].stage, Stage::Mcp);
     assert_eq!(ledger.rejections[0].line, 2);
@@ -109,6 +143,7 @@ fn an_over_long_id_closes_a_close_session_like_any_invalid_request() {
 fn reuse_of_a_long_string_id_is_still_detected_and_1_is_not_the_string_1() {
     let policy = policy("max_id_bytes = 65536", OnInvalid::KeepOpen);
     let mut gate = gateway(&policy);
+    let mut ledger = Sinks::default();
     let long = "q".repeat(60_000);
     assert!(written(&mut gate, &ping(json!(long)))[0]["result"].is_object());
     assert!(written(&mut gate, &ping(json!(1)))[0]["result"].is_object());
@@ -117,9 +152,9 @@ fn reuse_of_a_long_string_id_is_still_detected_and_1_is_not_the_string_1() {
     // earlier request): under keep-open nothing is written, and the ledger
     // counts the refusal.
     for (n, reused) in [json!(long), json!(1), json!("1")].into_iter().enumerate() {
-        assert!(written(&mut gate, &ping(reused)).is_empty());
-        assert_eq!(gate.ledger().rejections.len(), n + 1);
-        assert_eq!(gate.ledger().rejections[n].stage, Stage::Mcp);
+        assert!(written_to(&mut gate, &mut ledger, &ping(reused)).is_empty());
+        assert_eq!(ledger.rejections.len(), n + 1);
+        assert_eq!(ledger.rejections[n].stage, Stage::Mcp);
     }
 }
 
@@ -144,13 +179,13 @@ fn ids_past_max_session_ids_are_refused_but_consecutive_integers_never_run_out()
     // ...while the integer run goes on, and reuse is still detected.
     assert!(written(&mut gate, &ping(json!(5001)))[0]["result"].is_object());
     assert!(written(&mut gate, &ping(json!(9001)))[0]["result"].is_object());
-    let refused = gate.ledger().rejections.len();
-    assert!(written(&mut gate, &ping(json!("uuid-a"))).is_empty());
-    assert_eq!(gate.ledger().rejections.len(), refused + 1);
+    let mut ledger = Sinks::default();
+    assert!(written_to(&mut gate, &mut ledger, &ping(json!("uuid-a"))).is_empty());
+    assert_eq!(ledger.rejections.len(), 1);
 }
 
 #[test]
-fn draining_the_ledger_takes_records_in_order_and_keeps_the_counters() {
+fn records_leave_as_effects_in_order_and_the_session_keeps_only_counters() {
     let policy = policy("", OnInvalid::KeepOpen);
     let mut gate = gateway(&policy);
     let mut input = line(
@@ -169,11 +204,12 @@ fn draining_the_ledger_takes_records_in_order_and_keeps_the_counters() {
     let (ticket, action) = effects
         .iter()
         .find_map(|e| match e {
-            Effect::Execute(t, a) => Some((*t, a.clone())),
+            Effect::Execute { ticket, action, .. } => Some((*ticket, action.clone())),
             _ => None,
         })
         .expect("the call runs");
-    let drained = gate.drain_ledger();
+    let mut drained = Sinks::default();
+    drained.take(&effects);
     assert_eq!(drained.rejections.len(), 1);
     assert_eq!(drained.rejections[0].line, 2);
     assert_eq!(drained.journal.len(), 1);
@@ -188,10 +224,14 @@ fn draining_the_ledger_takes_records_in_order_and_keeps_the_counters() {
         Fingerprint::of(action.describe_target().as_bytes())
     );
     assert!(!format!("{drained:?}").contains("ppppp"));
-    assert!(gate.ledger().rejections.is_empty() && gate.ledger().journal.is_empty());
-    gate.complete(ticket, Outcome::success("done"));
-    assert!(gate.drain_ledger().journal.is_empty());
-    let counters = &gate.ledger().counters;
+    // The session itself holds no record: its state does not show the
+    // fingerprints it handed out.
+    let state = format!("{gate:?}");
+    assert!(!state.contains(&entry.target.to_hex()) && !state.contains("ppppp"));
+    let mut after = Sinks::default();
+    after.take(&gate.complete(ticket, Outcome::success("done")));
+    assert!(after.rejections.is_empty() && after.journal.is_empty());
+    let counters = gate.counters();
     assert_eq!(counters.frames_received, 3);
     assert_eq!(counters.rejected_total(), 1);
     assert_eq!(

@@ -32,8 +32,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use portcullis_gateway::Policy;
 use portcullis_gateway::authz::authorize;
+use portcullis_gateway::{Policy, SecretStore, schema};
 use serde_json::{Map, Value};
 
 use crate::faithful::Templates;
@@ -539,10 +539,10 @@ pub fn check_case(case: &Case) {
     let (policy, templates) = &*loaded;
     let args = case.arguments();
     let tool = policy.tool("t").expect("the generated policy has tool t");
-    let Ok(checked) = tool.schema.check("t", args.clone()) else {
+    let Ok(checked) = schema::check(tool, args.clone()) else {
         return;
     };
-    if let Ok(action) = authorize(policy, checked)
+    if let Ok(action) = authorize(&checked, &SecretStore::default())
         && let Err(why) = templates.check(&args, &action)
     {
         panic!("{why}\n--- policy ---\n{text}");
@@ -555,10 +555,10 @@ pub fn is_authorized(case: &Case) -> Option<bool> {
     let loaded = load(&text)?;
     let (policy, _) = &*loaded;
     let tool = policy.tool("t")?;
-    let Ok(checked) = tool.schema.check("t", case.arguments()) else {
+    let Ok(checked) = schema::check(tool, case.arguments()) else {
         return Some(false);
     };
-    Some(authorize(policy, checked).is_ok())
+    Some(authorize(&checked, &SecretStore::default()).is_ok())
 }
 
 /// Defect 1 of issue 8: `DELETE http://127.0.0.1:8080/users/{a0}/avatar`

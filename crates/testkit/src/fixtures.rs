@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use portcullis_gateway::{OnInvalid, Policy, Secret, SecretStore};
+use portcullis_gateway::{BoundPolicy, OnInvalid, Policy, Secret, SecretStore};
 use serde_json::{Value, json};
 
 /// The test policy: the README example's two tools, one whose host is
@@ -78,9 +78,9 @@ properties.user = { type = "string", minLength = 1 }
 
 /// The test policy with `on_invalid` set, a canary bound to every
 /// credential ([`canary_secrets`]).
-pub fn test_policy(on_invalid: OnInvalid) -> Arc<Policy> {
-    static CLOSE: OnceLock<Arc<Policy>> = OnceLock::new();
-    static KEEP: OnceLock<Arc<Policy>> = OnceLock::new();
+pub fn test_policy(on_invalid: OnInvalid) -> Arc<BoundPolicy> {
+    static CLOSE: OnceLock<Arc<BoundPolicy>> = OnceLock::new();
+    static KEEP: OnceLock<Arc<BoundPolicy>> = OnceLock::new();
     let cell = match on_invalid {
         OnInvalid::Close => &CLOSE,
         OnInvalid::KeepOpen => &KEEP,

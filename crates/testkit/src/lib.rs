@@ -1,9 +1,11 @@
 //! Shared test machinery for Portcullis.
 //!
 //! [`recorder::Recorder`] stands in for the dangerous part (the executor)
-//! and records every action it is handed. [`session::run_session`] drives
-//! the sans-IO gateway exactly as the binary's driver does and checks stdout
-//! with the transcript checker on every call. [`reference`] is a
+//! and records every action it is handed; it and the replay driver live in
+//! `portcullis_gateway::replay` and are re-exported here.
+//! [`session::run_session`] drives the sans-IO gateway exactly as the
+//! binary's driver does and checks stdout with the transcript checker on
+//! every call. [`reference`] is a
 //! deliberately simple, independent judge of which frames may execute.
 //! [`mcp_schema`] validates stdout against the official MCP schemas when
 //! `MCP_SCHEMA_DIR` is set. [`harness`] has one function per fuzz target;

@@ -34,7 +34,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use portcullis_gateway::{Config, Effect, Gateway, OnInvalid, Outcome, Policy, SecretStore};
+use portcullis_gateway::{
+    BoundPolicy, Config, Effect, Gateway, OnInvalid, Outcome, Policy, SecretStore,
+};
 
 /// Structural growth allowed per round (a digest per accepted id, a ledger
 /// record per refused or executed frame, rendered).
@@ -154,7 +156,7 @@ impl Recipe {
     }
 }
 
-fn policy(mode: OnInvalid) -> Arc<Policy> {
+fn policy(mode: OnInvalid) -> Arc<BoundPolicy> {
     let mut policy = Policy::from_toml(POLICY, Path::new("testkit/session_memory.toml"))
         .expect("the session_memory policy is valid");
     policy.server.on_invalid = mode;
@@ -188,11 +190,11 @@ fn feed(gateway: &mut Gateway, frame: &[u8], tally: &mut Tally) {
             for effect in effects {
                 match effect {
                     Effect::Write(_) => tally.writes += 1,
-                    Effect::Execute(ticket, _) => {
+                    Effect::Execute { ticket, .. } => {
                         tally.executed += 1;
                         next.extend(gateway.complete(ticket, Outcome::success("ok")));
                     }
-                    Effect::Cancel(_) => {}
+                    Effect::Rejected(_) | Effect::Cancel(_) => {}
                     Effect::Close(_) => tally.closed = true,
                 }
             }
@@ -205,7 +207,11 @@ fn feed(gateway: &mut Gateway, frame: &[u8], tally: &mut Tally) {
 pub fn session_memory(recipe: &[u8]) {
     let recipe = Recipe::parse(recipe);
     let policy = policy(recipe.mode);
-    let mut gateway = Gateway::new(Arc::clone(&policy), Config::from_policy(&policy));
+    let mut gateway = Gateway::new(
+        Arc::clone(policy.policy()),
+        Arc::clone(policy.secrets()),
+        Config::from_policy(&policy),
+    );
     let mut tally = Tally::default();
     for template in &recipe.once {
         feed(&mut gateway, &recipe.expand(template, 0), &mut tally);

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use portcullis_gateway::{OnDenied, OnInvalid, Policy};
+use portcullis_gateway::{BoundPolicy, OnDenied, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{
     self, TEST_POLICY, call, canary_secrets, frame, legacy_handshake, modern_call, modern_meta,
 };
@@ -13,7 +13,7 @@ use portcullis_testkit::{Chunking, SessionReport, run_session};
 use portcullis_wire::Stage;
 use serde_json::{Value, json};
 
-fn policy(on_invalid: OnInvalid, on_denied: OnDenied) -> Arc<Policy> {
+fn policy(on_invalid: OnInvalid, on_denied: OnDenied) -> Arc<BoundPolicy> {
     let mut policy = Policy::from_toml(TEST_POLICY, Path::new("TEST_POLICY.toml")).unwrap();
     policy.server.on_invalid = on_invalid;
     policy.server.on_denied = on_denied;

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 
 use portcullis_gateway::mcp::Revision;
-use portcullis_gateway::{OnInvalid, Policy};
+use portcullis_gateway::{BoundPolicy, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{self, call, frame, legacy_handshake, modern_call, test_policy};
 use portcullis_testkit::mcp_schema;
 use portcullis_testkit::{Chunking, SessionReport, run_session};
 use portcullis_wire::Stage;
 use serde_json::{Value, json};
 
-fn run(policy: &Arc<Policy>, input: &[u8]) -> SessionReport {
+fn run(policy: &BoundPolicy, input: &[u8]) -> SessionReport {
     let report = run_session(policy, input, &Chunking::Whole);
     if let Some(revision) = report.revision {
         let requests = mcp_schema::requests_of(input);
@@ -485,7 +485,8 @@ fn rejection_ledger_never_holds_argument_values() {
 #[test]
 fn missing_credential_denies_at_authz() {
     let policy = Policy::from_toml(fixtures::TEST_POLICY, std::path::Path::new("t.toml")).unwrap();
-    let policy = Arc::new(policy);
+    // No credential bound.
+    let policy = policy.bind_secrets(portcullis_gateway::SecretStore::default());
     let input = with_handshake(&call(2, "service_status", json!({"service": "api"})));
     let report = run(&policy, &input);
     assert!(report.actions.is_empty());

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use portcullis_gateway::authz::authorize;
-use portcullis_gateway::{AuthorizedAction, OnInvalid, Policy};
+use portcullis_gateway::{AuthorizedAction, OnInvalid, Policy, schema};
 use portcullis_testkit::authz_harness::{
     Case, CasePiece, CaseTarget, HttpCase, SshCase, check_case, dot_tab_dot_case,
     empty_segment_case, is_authorized, plus_in_query_literal_case,
@@ -31,13 +31,8 @@ fn args(value: Value) -> Map<String, Value> {
 /// An action the gateway authorizes under the test policy.
 fn authorized(tool: &str, arguments: Value) -> AuthorizedAction {
     let policy = test_policy(OnInvalid::Close);
-    let checked = policy
-        .tool(tool)
-        .unwrap()
-        .schema
-        .check(tool, args(arguments))
-        .unwrap();
-    authorize(&policy, checked).unwrap()
+    let checked = schema::check(policy.tool(tool).unwrap(), args(arguments)).unwrap();
+    authorize(&checked, policy.secrets()).unwrap()
 }
 
 fn templates_with(old: &str, new: &str) -> Templates {

@@ -11,7 +11,7 @@ pub mod ssh;
 
 use std::path::Path;
 
-use portcullis_gateway::{AuthorizedAction, Policy, SecretStore};
+use portcullis_gateway::{AuthorizedAction, BoundPolicy, Policy, SecretStore, schema};
 use serde_json::Value;
 
 /// Load `policy_text`, bind `store`, check `args` against `tool`'s schema
@@ -29,16 +29,14 @@ pub fn authorize(
 }
 
 /// Authorize against an already loaded policy.
-pub fn authorize_with(policy: &Policy, tool: &str, args: Value) -> AuthorizedAction {
+pub fn authorize_with(policy: &BoundPolicy, tool: &str, args: Value) -> AuthorizedAction {
     let spec = policy.tool(tool).expect("tool in policy");
     let Value::Object(map) = args else {
         panic!("arguments must be an object")
     };
-    let checked = spec
-        .schema
-        .check(tool, map)
-        .unwrap_or_else(|e| panic!("schema: {e:?}"));
-    portcullis_gateway::authz::authorize(policy, checked).unwrap_or_else(|d| panic!("denied: {d}"))
+    let checked = schema::check(spec, map).unwrap_or_else(|e| panic!("schema: {e:?}"));
+    portcullis_gateway::authz::authorize(&checked, policy.secrets())
+        .unwrap_or_else(|d| panic!("denied: {d}"))
 }
 
 /// A unique suffix for file names.

@@ -1,4 +1,4 @@
-//! Request-id memory of one session, bounded by configuration.
+//! Request ids and the id memory of one session, bounded by configuration.
 //!
 //! Ids are never reused within a session, so the gateway must remember every
 //! id it accepted. It never keeps the id itself (a string id can be as long
@@ -11,7 +11,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use portcullis_wire::{Fingerprint, Id};
+use portcullis_wire::Fingerprint;
+/// A JSON-RPC request id (defined by the wire layer, which reads it).
+pub use portcullis_wire::Id;
 
 /// What remembering an id did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! MCP revisions, eras and request shapes.
+//! MCP revisions and eras.
 //!
 //! Two eras share one wire. **Legacy** revisions (`2025-06-18`,
 //! `2025-11-25`) negotiate once with `initialize`. The **modern** revision
@@ -7,9 +7,10 @@
 //! `_meta["io.modelcontextprotocol/clientCapabilities"]`, and
 //! `server/discover` advertises what the server supports.
 
-use portcullis_wire::Id;
 use portcullis_wire::codes::INVALID_PARAMS;
 use serde_json::{Map, Value};
+
+use super::Refusal;
 
 /// Legacy revisions this gateway speaks, oldest first.
 pub const LEGACY_VERSIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
@@ -107,27 +108,6 @@ pub fn negotiate(requested: &str) -> Revision {
     }
 }
 
-/// A protocol-level refusal of one request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refusal {
-    /// JSON-RPC code.
-    pub code: i64,
-    /// Message (never argument values).
-    pub message: String,
-    /// Structured data for the error object.
-    pub data: Option<Value>,
-}
-
-impl Refusal {
-    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-}
-
 /// Check a modern request's `_meta` and return its revision.
 pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refusal> {
     let meta = params
@@ -172,105 +152,7 @@ pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refu
                 "supported": MODERN_VERSIONS,
                 "requested": version,
             })),
+            id: None,
         }),
-    }
-}
-
-/// A parsed `initialize` request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Initialize {
-    /// The version the client asked for.
-    pub requested: String,
-}
-
-/// Parse `initialize` params.
-pub fn initialize_params(params: Option<&Map<String, Value>>) -> Result<Initialize, Refusal> {
-    let params =
-        params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "initialize requires params"))?;
-    let requested = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .ok_or_else(|| Refusal::new(INVALID_PARAMS, "params.protocolVersion must be a string"))?;
-    if !params.get("capabilities").is_some_and(Value::is_object) {
-        return Err(Refusal::new(
-            INVALID_PARAMS,
-            "params.capabilities must be an object",
-        ));
-    }
-    let info_ok = params
-        .get("clientInfo")
-        .and_then(Value::as_object)
-        .is_some_and(|i| {
-            i.get("name").is_some_and(Value::is_string)
-                && i.get("version").is_some_and(Value::is_string)
-        });
-    if !info_ok {
-        return Err(Refusal::new(
-            INVALID_PARAMS,
-            "params.clientInfo must be an object with string name and version",
-        ));
-    }
-    Ok(Initialize {
-        requested: requested.to_owned(),
-    })
-}
-
-/// A parsed `tools/call`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolsCall {
-    /// The tool name.
-    pub name: String,
-    /// The arguments (an empty object when omitted).
-    pub arguments: Map<String, Value>,
-}
-
-/// Parse `tools/call` params. Members beyond `name`, `arguments` and
-/// `_meta` are refused: a call the gateway does not fully understand is
-/// not executed.
-pub fn tools_call_params(params: Option<Map<String, Value>>) -> Result<ToolsCall, Refusal> {
-    let mut params =
-        params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "tools/call requires params"))?;
-    let name = match params.remove("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(Refusal::new(INVALID_PARAMS, "params.name must be a string")),
-        None => return Err(Refusal::new(INVALID_PARAMS, "params.name is required")),
-    };
-    let arguments = match params.remove("arguments") {
-        None => Map::new(),
-        Some(Value::Object(a)) => a,
-        Some(_) => {
-            return Err(Refusal::new(
-                INVALID_PARAMS,
-                "params.arguments must be an object",
-            ));
-        }
-    };
-    match params.remove("_meta") {
-        None | Some(Value::Object(_)) => {}
-        Some(_) => {
-            return Err(Refusal::new(
-                INVALID_PARAMS,
-                "params._meta must be an object",
-            ));
-        }
-    }
-    if let Some(extra) = params.keys().next() {
-        return Err(Refusal::new(
-            INVALID_PARAMS,
-            format!(
-                "unsupported member {} in tools/call params",
-                portcullis_wire::strict_json::display_name(extra)
-            ),
-        ));
-    }
-    Ok(ToolsCall { name, arguments })
-}
-
-/// Parse `notifications/cancelled` params: the request id, if valid.
-pub fn cancelled_request(params: Option<&Map<String, Value>>) -> Option<Id> {
-    match params?.get("requestId")? {
-        Value::String(s) => Some(Id::Str(s.clone())),
-        Value::Number(n) => n.as_i64().map(Id::Int),
-        _ => None,
     }
 }

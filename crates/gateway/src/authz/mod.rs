@@ -1,25 +1,26 @@
 //! Authorization: the only place an [`AuthorizedAction`] can be made.
 //!
-//! Order matters and is the point of this module: the tool must exist, its
-//! templates are expanded into plain strings, the target is checked against
-//! the allowlist, the credential must be bound and present — and only then
-//! is anything built that an executor could use to touch a network or a
-//! process (a parsed `Url`, an argv vector).
+//! Order matters and is the point of this module: the call names a policy
+//! tool (the schema stage resolved it), its templates are expanded into
+//! plain strings, the target is checked against the allowlist, the
+//! credential must be bound and present — and only then is anything built
+//! that an executor could use to touch a network or a process (a parsed
+//! `Url`, an argv vector).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use url::Url;
 
-use crate::policy::{
-    HostPort, HttpMethod, HttpSpec, Policy, SshSpec, TargetSpec, ToolSpec, default_port,
-    normalize_host,
-};
+use crate::host::{default_port, normalize_host};
+use crate::policy::{HostPort, HttpSpec, SshSpec, TargetSpec, ToolSpec};
 use crate::schema::CheckedCall;
-use crate::secrets::Secret;
+use crate::secrets::{Secret, SecretStore};
 use crate::template::{ExpandError, Template};
+
+mod action;
+
+pub use action::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
 
 /// Which part of an action a value was expanded into. Indexes count from 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,9 +52,6 @@ impl fmt::Display for Component {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Denial {
-    /// The tool is not in the policy.
-    #[error("tool is not in the policy")]
-    UnknownTool,
     /// The tool's credential is not bound or could not be loaded.
     #[error("credential {0} is not present")]
     CredentialMissing(String),
@@ -93,139 +91,25 @@ pub enum Denial {
     Unfaithful(&'static str),
 }
 
-/// An HTTP request the executor may send, exactly as authorized.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpRequest {
-    method: HttpMethod,
-    url: Url,
-    max_response_bytes: usize,
-}
-
-impl HttpRequest {
-    /// The method.
-    pub fn method(&self) -> HttpMethod {
-        self.method
-    }
-    /// The parsed, allowlisted URL. Executors use it as is.
-    pub fn url(&self) -> &Url {
-        &self.url
-    }
-    /// Response body cap.
-    pub fn max_response_bytes(&self) -> usize {
-        self.max_response_bytes
-    }
-}
-
-/// A remote command the executor may run over SSH, exactly as authorized.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SshCommand {
-    host: String,
-    port: u16,
-    user: String,
-    argv: Vec<String>,
-    known_hosts: Option<PathBuf>,
-    max_output_bytes: usize,
-}
-
-impl SshCommand {
-    /// The host (allowlisted).
-    pub fn host(&self) -> &str {
-        &self.host
-    }
-    /// The port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-    /// The remote user.
-    pub fn user(&self) -> &str {
-        &self.user
-    }
-    /// The remote argv; each element is one argument, never shell text.
-    pub fn argv(&self) -> &[String] {
-        &self.argv
-    }
-    /// The known_hosts file to check the host key against.
-    pub fn known_hosts(&self) -> Option<&Path> {
-        self.known_hosts.as_deref()
-    }
-    /// Output cap for stdout and stderr each.
-    pub fn max_output_bytes(&self) -> usize {
-        self.max_output_bytes
-    }
-}
-
-/// What an authorized action does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ActionTarget {
-    /// Send one HTTP request.
-    Http(HttpRequest),
-    /// Run one command over SSH.
-    Ssh(SshCommand),
-}
-
-/// A fully typed, schema-checked, authorized action. Its fields are private
-/// and it has no public constructor: only [`authorize`] makes one, and the
-/// `Executor` trait takes nothing else.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthorizedAction {
-    tool: String,
-    target: ActionTarget,
-    credential: Option<Secret>,
-    timeout: Duration,
-}
-
-impl AuthorizedAction {
-    /// The tool's name.
-    pub fn tool(&self) -> &str {
-        &self.tool
-    }
-    /// What to do.
-    pub fn target(&self) -> &ActionTarget {
-        &self.target
-    }
-    /// The credential bound to the tool, if it uses one.
-    pub fn credential(&self) -> Option<&Secret> {
-        self.credential.as_ref()
-    }
-    /// How long the executor may take.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    /// `"http"` or `"ssh"`.
-    pub fn kind(&self) -> &'static str {
-        match self.target {
-            ActionTarget::Http(_) => "http",
-            ActionTarget::Ssh(_) => "ssh",
-        }
-    }
-    /// A one-line description of the target: the URL, or
-    /// `user@host:port argv...`.
-    pub fn describe_target(&self) -> String {
-        match &self.target {
-            ActionTarget::Http(h) => format!("{} {}", h.method.as_str(), h.url),
-            ActionTarget::Ssh(s) => {
-                format!("{}@{}:{} {}", s.user, s.host, s.port, s.argv.join(" "))
-            }
-        }
-    }
-}
-
-/// Decide whether `call` may run, and if so build its action.
-pub fn authorize(policy: &Policy, call: CheckedCall) -> Result<AuthorizedAction, Denial> {
-    let tool = policy.tool(call.tool()).ok_or(Denial::UnknownTool)?;
+/// Decide whether `call` may run, and if so build its action, with the
+/// credential its tool names taken from `secrets`.
+pub fn authorize(
+    call: &CheckedCall<'_>,
+    secrets: &SecretStore,
+) -> Result<AuthorizedAction, Denial> {
+    let tool = call.tool();
     let credential = match tool.credential() {
         None => None,
         Some(name) => Some(
-            policy
-                .secrets
+            secrets
                 .get(name)
                 .cloned()
                 .ok_or_else(|| Denial::CredentialMissing(name.to_owned()))?,
         ),
     };
     let target = match &tool.target {
-        TargetSpec::Http(spec) => ActionTarget::Http(http(spec, &call)?),
-        TargetSpec::Ssh(spec) => ActionTarget::Ssh(ssh(spec, &call)?),
+        TargetSpec::Http(spec) => ActionTarget::Http(http(spec, call)?),
+        TargetSpec::Ssh(spec) => ActionTarget::Ssh(ssh(spec, call)?),
     };
     Ok(make(tool, target, credential))
 }
@@ -243,7 +127,7 @@ fn make(tool: &ToolSpec, target: ActionTarget, credential: Option<Secret>) -> Au
 /// contributes to must be non-empty and free of C0 controls and DEL: URL
 /// parsers drop tab, LF and CR, and remote shells split on them, so such a
 /// value would not arrive as written.
-fn expand(t: &Template, call: &CheckedCall, component: Component) -> Result<String, Denial> {
+fn expand(t: &Template, call: &CheckedCall<'_>, component: Component) -> Result<String, Denial> {
     let text = t.expand(call.arguments()).map_err(|e| match e {
         ExpandError::Missing(name) => Denial::ArgumentMissing(name),
         ExpandError::NotScalar(name) => Denial::ArgumentNotScalar(name),
@@ -259,7 +143,7 @@ fn expand(t: &Template, call: &CheckedCall, component: Component) -> Result<Stri
     Ok(text)
 }
 
-fn escaped(t: &Template, call: &CheckedCall) -> Result<String, Denial> {
+fn escaped(t: &Template, call: &CheckedCall<'_>) -> Result<String, Denial> {
     t.expand_escaped(call.arguments(), |text, out| {
         out.extend(utf8_percent_encode(text, COMPONENT));
     })
@@ -282,7 +166,7 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn http(spec: &HttpSpec, call: &CheckedCall) -> Result<HttpRequest, Denial> {
+fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> {
     let expanded_host = expand(&spec.host, call, Component::Host)?;
     let host = normalize_host(&expanded_host).ok_or(Denial::HostNotPlain)?;
     let port = spec.port.unwrap_or(default_port(&spec.scheme));
@@ -421,7 +305,7 @@ fn decode_form(text: &str) -> Result<String, Denial> {
     decode(&text.replace('+', " "))
 }
 
-fn ssh(spec: &SshSpec, call: &CheckedCall) -> Result<SshCommand, Denial> {
+fn ssh(spec: &SshSpec, call: &CheckedCall<'_>) -> Result<SshCommand, Denial> {
     let target = HostPort {
         host: spec.host.clone(),
         port: spec.port,

@@ -1,0 +1,122 @@
+//! Error-reply rules: a refused request whose id could be read gets an
+//! error with that id. When no id could be read, `"id": null` is never
+//! written: the error omits `id` where the negotiated revision permits it
+//! (2025-11-25 and later) and only under `close` (so keep-open can never
+//! start an error storm with a peer that answers garbage with garbage);
+//! otherwise nothing is written. A reused id is never echoed (the client
+//! would pair the error with its earlier request). Notifications are never
+//! answered. A well-formed call refused by the schema or authorization is
+//! answered as a tool error and ends the session only under
+//! `on_denied = "close"`. Every refusal leaves as [`Effect::Rejected`].
+
+use portcullis_wire::codes::INVALID_PARAMS;
+use portcullis_wire::{ErrorObject, Id, Outbound, Rejection, Stage};
+use serde_json::{Value, json};
+
+use super::Core;
+use crate::effect::{CloseReason, Effect};
+use crate::ledger::RejectionRecord;
+use crate::mcp::{Refusal, Revision};
+use crate::policy::{OnDenied, OnInvalid};
+use crate::reply;
+
+impl Core {
+    fn record(&mut self, record: RejectionRecord, effects: &mut Vec<Effect>) {
+        *self
+            .counters
+            .frames_rejected
+            .entry(record.stage)
+            .or_default() += 1;
+        effects.push(Effect::Rejected(record));
+    }
+
+    pub(super) fn refuse_mcp(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        refusal: Refusal,
+        effects: &mut Vec<Effect>,
+    ) {
+        let rejection =
+            Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame).with_id(refusal.id);
+        self.refuse(line, rejection, refusal.data, effects);
+    }
+
+    /// Record a frame refused at the framing..mcp stages and answer it per
+    /// the error-reply rules.
+    pub(super) fn refuse(
+        &mut self,
+        line: u64,
+        rejection: Rejection,
+        data: Option<Value>,
+        effects: &mut Vec<Effect>,
+    ) {
+        let record = RejectionRecord {
+            line,
+            stage: rejection.stage,
+            code: rejection.code,
+            fingerprint: rejection.fingerprint,
+        };
+        self.record(record, effects);
+        let close = self.config.on_invalid == OnInvalid::Close;
+        let may_omit_id = close
+            && self
+                .mcp
+                .revision()
+                .is_some_and(Revision::allows_error_without_id);
+        if rejection.id.is_some() || may_omit_id {
+            let data = data.unwrap_or_else(|| {
+                json!({ "stage": rejection.stage.as_str(), "fingerprint": rejection.fingerprint.to_hex() })
+            });
+            let error = ErrorObject {
+                code: rejection.code,
+                message: rejection.reason.clone(),
+                data: Some(data),
+            };
+            let id = rejection.id.clone();
+            self.write(Outbound::Error { id, error }, effects);
+        }
+        if close {
+            let reason = CloseReason {
+                line,
+                stage: rejection.stage,
+                code: rejection.code,
+                reason: rejection.reason,
+            };
+            self.close(reason, effects);
+        }
+    }
+
+    /// Record a call refused at the schema or authz stage; it is answered as
+    /// a tool error so the model can correct itself.
+    pub(super) fn refuse_call(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        stage: Stage,
+        (id, revision): (Id, Revision),
+        text: String,
+        effects: &mut Vec<Effect>,
+    ) {
+        let record = RejectionRecord {
+            line,
+            stage,
+            code: INVALID_PARAMS,
+            fingerprint: portcullis_wire::Fingerprint::of(frame),
+        };
+        self.record(record, effects);
+        self.respond(id, reply::call_tool(revision, &text, true), effects);
+        // The frame was well formed and the peer is in step: the refusal is
+        // an answer the model can act on, not a reason to end the session,
+        // unless the policy opts in.
+        if self.config.on_denied == OnDenied::Close {
+            let reason = CloseReason {
+                line,
+                stage,
+                code: INVALID_PARAMS,
+                reason: text,
+            };
+            self.close(reason, effects);
+        }
+    }
+}
