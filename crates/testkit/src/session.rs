@@ -73,3 +73,14 @@ pub fn run_session_deferred(
         run_session_scheduled(policy, bytes, chunking, &recorder, Completion::AtEndOfInput);
     checked(policy, report, bytes, &recorder)
 }
+
+/// Every stdout line of `report`, parsed (the transcript check has already
+/// passed, so each line is one JSON message).
+pub fn stdout_messages(report: &SessionReport) -> Vec<serde_json::Value> {
+    report
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("the transcript check passed"))
+        .collect()
+}

@@ -9,7 +9,8 @@ use portcullis_gateway::{BoundPolicy, OnDenied, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{
     self, TEST_POLICY, call, canary_secrets, frame, legacy_handshake, modern_call, modern_meta,
 };
-use portcullis_testkit::{Chunking, SessionReport, run_session};
+use portcullis_testkit::session::stdout_messages;
+use portcullis_testkit::{Chunking, run_session};
 use portcullis_wire::Stage;
 use serde_json::{Value, json};
 
@@ -19,15 +20,6 @@ fn policy(on_invalid: OnInvalid, on_denied: OnDenied) -> Arc<BoundPolicy> {
     policy.server.on_denied = on_denied;
     let secrets = canary_secrets(&policy);
     Arc::new(policy.bind_secrets(secrets))
-}
-
-fn replies(report: &SessionReport) -> Vec<Value> {
-    report
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect()
 }
 
 fn tool_error_text(reply: &Value) -> &str {
@@ -56,7 +48,7 @@ fn refused_calls_answer_and_the_session_goes_on_in_both_modes() {
             stages,
             [Stage::Schema, Stage::Schema, Stage::Authz, Stage::Schema]
         );
-        let replies = replies(&report);
+        let replies = stdout_messages(&report);
         let by_id = |id: i64| replies.iter().find(|r| r["id"] == id).unwrap();
         let pattern = tool_error_text(by_id(2));
         assert!(
@@ -96,7 +88,7 @@ fn each_failing_keyword_is_one_line() {
         &input,
         &Chunking::Whole,
     );
-    let replies = replies(&report);
+    let replies = stdout_messages(&report);
     let text = tool_error_text(&replies[1]);
     let lines: Vec<_> = text.lines().collect();
     assert_eq!(
@@ -121,7 +113,7 @@ fn on_denied_close_keeps_the_strict_behaviour() {
         assert!(report.actions.is_empty(), "{mode:?}");
         let closed = report.closed.clone().expect("closed after the refusal");
         assert_eq!(closed.stage, Stage::Schema);
-        let replies = replies(&report);
+        let replies = stdout_messages(&report);
         assert_eq!(
             replies.len(),
             2,
@@ -173,7 +165,7 @@ fn ping_is_served_in_the_modern_era() {
         &Chunking::Whole,
     );
     assert_eq!(report.actions.len(), 1);
-    let replies = replies(&report);
+    let replies = stdout_messages(&report);
     for id in [1, 3] {
         let reply = replies.iter().find(|r| r["id"] == id).unwrap();
         assert_eq!(
@@ -199,7 +191,7 @@ fn ping_is_served_before_and_after_the_legacy_handshake() {
         &input,
         &Chunking::Whole,
     );
-    let replies = replies(&report);
+    let replies = stdout_messages(&report);
     for id in [1, 3] {
         let reply = replies.iter().find(|r| r["id"] == id).unwrap();
         assert_eq!(reply["result"], json!({}), "ping {id}");

@@ -7,6 +7,7 @@ use portcullis_gateway::mcp::Revision;
 use portcullis_gateway::{BoundPolicy, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{self, call, frame, legacy_handshake, modern_call, test_policy};
 use portcullis_testkit::mcp_schema;
+use portcullis_testkit::session::stdout_messages;
 use portcullis_testkit::{Chunking, SessionReport, run_session};
 use portcullis_wire::Stage;
 use serde_json::{Value, json};
@@ -19,15 +20,6 @@ fn run(policy: &BoundPolicy, input: &[u8]) -> SessionReport {
             .unwrap_or_else(|e| panic!("official schema: {e}"));
     }
     report
-}
-
-fn stdout_lines(report: &SessionReport) -> Vec<Value> {
-    report
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect()
 }
 
 fn tools_called(report: &SessionReport) -> Vec<String> {
@@ -163,7 +155,7 @@ fn complete_valid_legacy_request_executes_exactly_once() {
         assert_eq!(tools_called(&report), ["service_status"]);
         assert_eq!(report.revision.map(Revision::as_str), Some(version));
         assert!(report.rejections.is_empty() && report.closed.is_none());
-        let lines = stdout_lines(&report);
+        let lines = stdout_messages(&report);
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["result"]["protocolVersion"], version);
         assert_eq!(lines[1]["id"], 2);
@@ -187,7 +179,7 @@ fn unknown_client_version_negotiates_our_latest_legacy() {
         &fixtures::initialize(1, "2024-11-05"),
     );
     assert_eq!(
-        stdout_lines(&report)[0]["result"]["protocolVersion"],
+        stdout_messages(&report)[0]["result"]["protocolVersion"],
         "2025-11-25"
     );
 }
@@ -202,7 +194,7 @@ fn complete_valid_modern_request_executes_exactly_once() {
     );
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(tools_called(&report), ["service_status"]);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines[0]["result"]["resultType"], "complete");
     assert_eq!(report.revision, Some(Revision::V2026_07_28));
 }
@@ -211,7 +203,7 @@ fn complete_valid_modern_request_executes_exactly_once() {
 fn modern_unsupported_version_names_supported_and_requested() {
     let input = modern_call(3, "service_status", json!({"service": "api"}), "2099-01-01");
     let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines[0]["id"], 3);
     assert_eq!(lines[0]["error"]["code"], -32022);
     assert_eq!(
@@ -225,12 +217,12 @@ fn modern_unsupported_version_names_supported_and_requested() {
 fn modern_request_without_meta_is_invalid_params() {
     let input = frame(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}));
     let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_lines(&report)[0]["error"]["code"], -32602);
+    assert_eq!(stdout_messages(&report)[0]["error"]["code"], -32602);
     let input = frame(
         &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"service_status","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}),
     );
     let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_lines(&report)[0]["error"]["code"], -32602);
+    assert_eq!(stdout_messages(&report)[0]["error"]["code"], -32602);
     assert!(report.actions.is_empty());
 }
 
@@ -241,7 +233,7 @@ fn server_discover_and_tools_list_come_from_the_policy() {
     );
     input.extend(frame(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": fixtures::modern_meta("2026-07-28")}})));
     let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(
         lines[0]["result"]["supportedVersions"],
         json!(["2026-07-28"])
@@ -303,7 +295,7 @@ fn a_second_initialize_is_invalid() {
     input.extend(fixtures::initialize(2, "2025-11-25"));
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(report.rejections.len(), 1);
-    assert_eq!(stdout_lines(&report)[1]["error"]["code"], -32600);
+    assert_eq!(stdout_messages(&report)[1]["error"]["code"], -32600);
 }
 
 #[test]
@@ -312,7 +304,7 @@ fn a_client_response_is_invalid() {
     input.extend(frame(&json!({"jsonrpc":"2.0","id":99,"result":{}})));
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(report.rejections[0].stage, Stage::Mcp);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert!(
         lines[1].get("id").is_none(),
         "no id could be echoed: it is omitted, never null"
@@ -329,7 +321,11 @@ fn notifications_are_never_answered() {
         &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
     ));
     let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_lines(&report).len(), 1, "only the initialize result");
+    assert_eq!(
+        stdout_messages(&report).len(),
+        1,
+        "only the initialize result"
+    );
     assert!(report.rejections.is_empty());
 }
 
@@ -341,7 +337,7 @@ fn unknown_method_is_answered_not_rejected() {
     ));
     input.extend(call(3, "service_status", json!({"service": "api"})));
     let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines[1]["error"]["code"], -32601);
     assert_eq!(tools_called(&report), ["service_status"]);
 }
@@ -354,7 +350,7 @@ fn schema_failure_is_a_tool_error_and_executes_nothing() {
         json!({"service": "../../etc/passwd"}),
     ));
     let report = run(&test_policy(OnInvalid::KeepOpen), &input);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines[1]["result"]["isError"], true);
     let text = lines[1]["result"]["content"][0]["text"].as_str().unwrap();
     assert!(
@@ -369,7 +365,7 @@ fn schema_failure_is_a_tool_error_and_executes_nothing() {
 fn unknown_tool_is_invalid_params() {
     let input = with_handshake(&call(2, "format_disk", json!({})));
     let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_lines(&report)[1]["error"]["code"], -32602);
+    assert_eq!(stdout_messages(&report)[1]["error"]["code"], -32602);
     assert!(report.actions.is_empty());
 }
 
@@ -380,7 +376,7 @@ fn under_close_one_error_frame_then_nothing() {
     input.extend(call(2, "service_status", json!({"service": "api"})));
     input.extend_from_slice(b"more garbage\n");
     let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines.len(), 2, "initialize result + one error: {lines:?}");
     assert_eq!(lines[1]["error"]["code"], -32700);
     assert!(lines[1].get("id").is_none());
@@ -397,7 +393,7 @@ fn id_less_errors_are_not_written_for_2025_06_18() {
     input.extend_from_slice(b"garbage\n");
     let report = run(&test_policy(OnInvalid::Close), &input);
     assert_eq!(
-        stdout_lines(&report).len(),
+        stdout_messages(&report).len(),
         1,
         "no id-less error for 2025-06-18"
     );
@@ -412,7 +408,7 @@ fn keep_open_answers_framed_requests_and_never_answers_garbage() {
         &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":"run"}),
     ));
     let report = run(&test_policy(OnInvalid::KeepOpen), &input);
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[1]["id"], 2);
 }
@@ -439,7 +435,7 @@ fn keep_open_later_valid_request_inherits_nothing_from_a_rejected_one() {
         other => panic!("{other:?}"),
     };
     assert_eq!(url, "http://127.0.0.1:8080/status/web-1");
-    let lines = stdout_lines(&report);
+    let lines = stdout_messages(&report);
     assert_eq!(lines.last().unwrap()["id"], 4);
 }
 
@@ -572,7 +568,7 @@ fn the_depth_limit_holds_inside_params_arguments_as_at_the_top() {
             [(Stage::Schema, -32602), (Stage::Json, -32700)],
             "limit {limit}"
         );
-        let lines = stdout_lines(&report);
+        let lines = stdout_messages(&report);
         let answer = |id: i64| lines.iter().find(|l| l["id"] == id);
         assert_eq!(
             answer(2).unwrap()["result"]["isError"],
