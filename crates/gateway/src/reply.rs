@@ -46,6 +46,14 @@ pub fn discover(policy: &Policy, revision: Revision) -> Value {
         "capabilities": capabilities(),
         "cacheScope": "public",
         "ttlMs": CACHE_TTL_MS,
+        // Modern clients read the server's name here (there is no
+        // `initialize` result to carry it).
+        "_meta": {
+            "io.modelcontextprotocol/serverInfo": {
+                "name": policy.server.name,
+                "version": policy.server.version,
+            }
+        },
     }));
     if let Some(text) = &policy.server.instructions {
         body.insert("instructions".into(), Value::String(text.clone()));

@@ -198,3 +198,20 @@ fn ping_is_served_before_and_after_the_legacy_handshake() {
     }
     assert!(report.closed.is_none());
 }
+
+#[test]
+fn discovery_names_the_server() {
+    let meta = modern_meta("2026-07-28");
+    let input = frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    let report = run_session(
+        &policy(OnInvalid::Close, OnDenied::ToolError),
+        &input,
+        &Chunking::Whole,
+    );
+    let replies = stdout_messages(&report);
+    let info = &replies[0]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"];
+    assert_eq!(info["name"], "portcullis-test", "{}", replies[0]);
+    assert!(info["version"].is_string());
+}
