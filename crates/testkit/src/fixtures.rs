@@ -160,3 +160,10 @@ pub fn legacy_handshake() -> Vec<u8> {
     bytes.extend(initialized());
     bytes
 }
+
+/// The legacy handshake followed by `tail`.
+pub fn with_handshake(tail: &[u8]) -> Vec<u8> {
+    let mut bytes = legacy_handshake();
+    bytes.extend_from_slice(tail);
+    bytes
+}

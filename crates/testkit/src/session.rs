@@ -84,3 +84,16 @@ pub fn stdout_messages(report: &SessionReport) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_slice(l).expect("the transcript check passed"))
         .collect()
 }
+
+/// [`run_session`] on the whole input, then stdout checked against the
+/// official MCP schema of the negotiated revision (when `MCP_SCHEMA_DIR`
+/// names it), with each response matched to its request.
+pub fn run_session_official(policy: &BoundPolicy, input: &[u8]) -> SessionReport {
+    let report = run_session(policy, input, &Chunking::Whole);
+    if let Some(revision) = report.revision {
+        let requests = crate::mcp_schema::requests_of(input);
+        crate::mcp_schema::check_stdout(&report.stdout, revision, &requests)
+            .unwrap_or_else(|e| panic!("official schema: {e}"));
+    }
+    report
+}

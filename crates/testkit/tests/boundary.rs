@@ -3,23 +3,15 @@
 
 use std::sync::Arc;
 
-use portcullis_gateway::mcp::Revision;
 use portcullis_gateway::{BoundPolicy, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{self, call, frame, legacy_handshake, modern_call, test_policy};
-use portcullis_testkit::mcp_schema;
-use portcullis_testkit::session::stdout_messages;
+use portcullis_testkit::session::{run_session_official, stdout_messages};
 use portcullis_testkit::{Chunking, SessionReport, run_session};
 use portcullis_wire::Stage;
 use serde_json::{Value, json};
 
 fn run(policy: &BoundPolicy, input: &[u8]) -> SessionReport {
-    let report = run_session(policy, input, &Chunking::Whole);
-    if let Some(revision) = report.revision {
-        let requests = mcp_schema::requests_of(input);
-        mcp_schema::check_stdout(&report.stdout, revision, &requests)
-            .unwrap_or_else(|e| panic!("official schema: {e}"));
-    }
-    report
+    run_session_official(policy, input)
 }
 
 fn tools_called(report: &SessionReport) -> Vec<String> {
@@ -29,12 +21,6 @@ fn tools_called(report: &SessionReport) -> Vec<String> {
 /// A hard case with its own fake tool name that must never be recorded.
 fn hard_case(name: &str, bytes: Vec<u8>) -> (String, Vec<u8>) {
     (name.to_owned(), bytes)
-}
-
-fn with_handshake(tail: &[u8]) -> Vec<u8> {
-    let mut bytes = legacy_handshake();
-    bytes.extend_from_slice(tail);
-    bytes
 }
 
 /// The hard cases from the gateway issue. Each uses the real tool in a
@@ -52,34 +38,34 @@ fn hard_cases() -> Vec<(String, Vec<u8>)> {
             b.extend(ok(2));
             b
         }),
-        hard_case("valid_request_then_banner_on_same_line", with_handshake(&{
+        hard_case("valid_request_then_banner_on_same_line", fixtures::with_handshake(&{
             let mut b = strip(ok(2));
             b.extend_from_slice(b" server ready\n");
             b
         })),
-        hard_case("truncated_object_then_eof", with_handshake(&{
+        hard_case("truncated_object_then_eof", fixtures::with_handshake(&{
             let b = ok(2);
             b[..b.len() - 10].to_vec()
         })),
-        hard_case("two_objects_on_one_line", with_handshake(&{
+        hard_case("two_objects_on_one_line", fixtures::with_handshake(&{
             let mut b = strip(ok(2));
             b.extend(ok(3));
             b
         })),
-        hard_case("params_string", with_handshake(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"run"}
+        hard_case("params_string", fixtures::with_handshake(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"run"}
 "#)),
-        hard_case("id_true", with_handshake(br#"{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
+        hard_case("id_true", fixtures::with_handshake(br#"{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
 "#)),
-        hard_case("unknown_argument_property", with_handshake(&call(2, "service_status", json!({"service":"api","shell":"rm -rf /"})))),
-        hard_case("tools_call_as_notification", with_handshake(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
+        hard_case("unknown_argument_property", fixtures::with_handshake(&call(2, "service_status", json!({"service":"api","shell":"rm -rf /"})))),
+        hard_case("tools_call_as_notification", fixtures::with_handshake(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
 "#)),
         hard_case("tools_call_before_initialize", ok(2)),
-        hard_case("reused_id", with_handshake(&call(1, "service_status", json!({"service":"api"})))),
-        hard_case("duplicate_name_key", with_handshake(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"region_probe","name":"service_status","arguments":{"service":"api"}}}
+        hard_case("reused_id", fixtures::with_handshake(&call(1, "service_status", json!({"service":"api"})))),
+        hard_case("duplicate_name_key", fixtures::with_handshake(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"region_probe","name":"service_status","arguments":{"service":"api"}}}
 "#)),
         hard_case("modern_unsupported_version", modern_call(2, "service_status", json!({"service":"api"}), "2099-01-01")),
-        hard_case("denied_host_after_expansion", with_handshake(&call(2, "region_probe", json!({"host":"localhost"})))),
-        hard_case("escaped_duplicate_method", with_handshake(br#"{"jsonrpc":"2.0","id":2,"method":"ping","met\u0068od":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
+        hard_case("denied_host_after_expansion", fixtures::with_handshake(&call(2, "region_probe", json!({"host":"localhost"})))),
+        hard_case("escaped_duplicate_method", fixtures::with_handshake(br#"{"jsonrpc":"2.0","id":2,"method":"ping","met\u0068od":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
 "#)),
     ]
 }
@@ -146,300 +132,6 @@ fn every_hard_case_executes_nothing_under_keep_open() {
 }
 
 #[test]
-fn complete_valid_legacy_request_executes_exactly_once() {
-    for version in ["2025-06-18", "2025-11-25"] {
-        let mut input = fixtures::initialize(1, version);
-        input.extend(fixtures::initialized());
-        input.extend(call(2, "service_status", json!({"service": "api"})));
-        let report = run(&test_policy(OnInvalid::Close), &input);
-        assert_eq!(tools_called(&report), ["service_status"]);
-        assert_eq!(report.revision.map(Revision::as_str), Some(version));
-        assert!(report.rejections.is_empty() && report.closed.is_none());
-        let lines = stdout_messages(&report);
-        assert_eq!(lines.len(), 2);
-        assert_eq!(lines[0]["result"]["protocolVersion"], version);
-        assert_eq!(lines[1]["id"], 2);
-        assert_eq!(lines[1]["result"]["isError"], false);
-        let url = match report.actions[0].target() {
-            portcullis_gateway::ActionTarget::Http(h) => h.url().to_string(),
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(url, "http://127.0.0.1:8080/status/api");
-        assert_eq!(
-            report.actions[0].credential().unwrap().expose(),
-            portcullis_testkit::canary::value("status_token")
-        );
-    }
-}
-
-#[test]
-fn unknown_client_version_negotiates_our_latest_legacy() {
-    let report = run(
-        &test_policy(OnInvalid::Close),
-        &fixtures::initialize(1, "2024-11-05"),
-    );
-    assert_eq!(
-        stdout_messages(&report)[0]["result"]["protocolVersion"],
-        "2025-11-25"
-    );
-}
-
-#[test]
-fn complete_valid_modern_request_executes_exactly_once() {
-    let input = modern_call(
-        7,
-        "service_status",
-        json!({"service": "web-1"}),
-        "2026-07-28",
-    );
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(tools_called(&report), ["service_status"]);
-    let lines = stdout_messages(&report);
-    assert_eq!(lines[0]["result"]["resultType"], "complete");
-    assert_eq!(report.revision, Some(Revision::V2026_07_28));
-}
-
-#[test]
-fn modern_unsupported_version_names_supported_and_requested() {
-    let input = modern_call(3, "service_status", json!({"service": "api"}), "2099-01-01");
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_messages(&report);
-    assert_eq!(lines[0]["id"], 3);
-    assert_eq!(lines[0]["error"]["code"], -32022);
-    assert_eq!(
-        lines[0]["error"]["data"]["supported"],
-        json!(["2026-07-28"])
-    );
-    assert_eq!(lines[0]["error"]["data"]["requested"], "2099-01-01");
-}
-
-#[test]
-fn modern_request_without_meta_is_invalid_params() {
-    let input = frame(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_messages(&report)[0]["error"]["code"], -32602);
-    let input = frame(
-        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"service_status","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}),
-    );
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_messages(&report)[0]["error"]["code"], -32602);
-    assert!(report.actions.is_empty());
-}
-
-#[test]
-fn server_discover_and_tools_list_come_from_the_policy() {
-    let mut input = frame(
-        &json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": fixtures::modern_meta("2026-07-28")}}),
-    );
-    input.extend(frame(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": fixtures::modern_meta("2026-07-28")}})));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_messages(&report);
-    assert_eq!(
-        lines[0]["result"]["supportedVersions"],
-        json!(["2026-07-28"])
-    );
-    let names: Vec<_> = lines[1]["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            "service_status",
-            "restart_service",
-            "region_probe",
-            "avatar_delete"
-        ]
-    );
-    assert_eq!(
-        lines[1]["result"]["tools"][1]["inputSchema"]["additionalProperties"], false,
-        "omitted additionalProperties defaults to false"
-    );
-}
-
-#[test]
-fn eras_never_mix() {
-    let mut input = legacy_handshake();
-    input.extend(modern_call(
-        2,
-        "service_status",
-        json!({"service": "api"}),
-        "2026-07-28",
-    ));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert!(report.actions.is_empty());
-    assert_eq!(report.rejections[0].stage, Stage::Mcp);
-
-    let mut input = modern_call(1, "service_status", json!({"service": "api"}), "2026-07-28");
-    input.extend(fixtures::initialize(2, "2025-11-25"));
-    input.extend(modern_call(
-        3,
-        "service_status",
-        json!({"service": "api"}),
-        "2026-07-28",
-    ));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(
-        tools_called(&report),
-        ["service_status"],
-        "only the call before the mix"
-    );
-    assert!(report.closed.is_some());
-}
-
-#[test]
-fn a_second_initialize_is_invalid() {
-    let mut input = legacy_handshake();
-    input.extend(fixtures::initialize(2, "2025-11-25"));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(report.rejections.len(), 1);
-    assert_eq!(stdout_messages(&report)[1]["error"]["code"], -32600);
-}
-
-#[test]
-fn a_client_response_is_invalid() {
-    let mut input = legacy_handshake();
-    input.extend(frame(&json!({"jsonrpc":"2.0","id":99,"result":{}})));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(report.rejections[0].stage, Stage::Mcp);
-    let lines = stdout_messages(&report);
-    assert!(
-        lines[1].get("id").is_none(),
-        "no id could be echoed: it is omitted, never null"
-    );
-}
-
-#[test]
-fn notifications_are_never_answered() {
-    let mut input = legacy_handshake();
-    input.extend(frame(
-        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}),
-    ));
-    input.extend(frame(
-        &json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
-    ));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(
-        stdout_messages(&report).len(),
-        1,
-        "only the initialize result"
-    );
-    assert!(report.rejections.is_empty());
-}
-
-#[test]
-fn unknown_method_is_answered_not_rejected() {
-    let mut input = legacy_handshake();
-    input.extend(frame(
-        &json!({"jsonrpc":"2.0","id":2,"method":"resources/list"}),
-    ));
-    input.extend(call(3, "service_status", json!({"service": "api"})));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_messages(&report);
-    assert_eq!(lines[1]["error"]["code"], -32601);
-    assert_eq!(tools_called(&report), ["service_status"]);
-}
-
-#[test]
-fn schema_failure_is_a_tool_error_and_executes_nothing() {
-    let input = with_handshake(&call(
-        2,
-        "service_status",
-        json!({"service": "../../etc/passwd"}),
-    ));
-    let report = run(&test_policy(OnInvalid::KeepOpen), &input);
-    let lines = stdout_messages(&report);
-    assert_eq!(lines[1]["result"]["isError"], true);
-    let text = lines[1]["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(
-        !text.contains("passwd"),
-        "argument values are not echoed: {text}"
-    );
-    assert_eq!(report.rejections[0].stage, Stage::Schema);
-    assert!(report.actions.is_empty());
-}
-
-#[test]
-fn unknown_tool_is_invalid_params() {
-    let input = with_handshake(&call(2, "format_disk", json!({})));
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(stdout_messages(&report)[1]["error"]["code"], -32602);
-    assert!(report.actions.is_empty());
-}
-
-#[test]
-fn under_close_one_error_frame_then_nothing() {
-    let mut input = legacy_handshake();
-    input.extend_from_slice(b"garbage\n");
-    input.extend(call(2, "service_status", json!({"service": "api"})));
-    input.extend_from_slice(b"more garbage\n");
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    let lines = stdout_messages(&report);
-    assert_eq!(lines.len(), 2, "initialize result + one error: {lines:?}");
-    assert_eq!(lines[1]["error"]["code"], -32700);
-    assert!(lines[1].get("id").is_none());
-    assert!(report.actions.is_empty());
-    assert_eq!(
-        report.counters.frames_received, 3,
-        "nothing after close is even counted"
-    );
-}
-
-#[test]
-fn id_less_errors_are_not_written_for_2025_06_18() {
-    let mut input = fixtures::initialize(1, "2025-06-18");
-    input.extend_from_slice(b"garbage\n");
-    let report = run(&test_policy(OnInvalid::Close), &input);
-    assert_eq!(
-        stdout_messages(&report).len(),
-        1,
-        "no id-less error for 2025-06-18"
-    );
-    assert!(report.closed.is_some());
-}
-
-#[test]
-fn keep_open_answers_framed_requests_and_never_answers_garbage() {
-    let mut input = legacy_handshake();
-    input.extend_from_slice(b"garbage\n");
-    input.extend(frame(
-        &json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":"run"}),
-    ));
-    let report = run(&test_policy(OnInvalid::KeepOpen), &input);
-    let lines = stdout_messages(&report);
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    assert_eq!(lines[1]["id"], 2);
-}
-
-#[test]
-fn keep_open_later_valid_request_inherits_nothing_from_a_rejected_one() {
-    // The rejected call carries an unknown argument and another tool's
-    // name; the later valid call must execute with its own arguments only.
-    let mut input = legacy_handshake();
-    input.extend(call(
-        2,
-        "service_status",
-        json!({"service": "api", "extra": "x"}),
-    ));
-    input.extend(frame(
-        &json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"restart_service"}}),
-    ));
-    input.extend(call(4, "service_status", json!({"service": "web-1"})));
-    let report = run(&test_policy(OnInvalid::KeepOpen), &input);
-    assert_eq!(report.rejections.len(), 2);
-    assert_eq!(tools_called(&report), ["service_status"]);
-    let url = match report.actions[0].target() {
-        portcullis_gateway::ActionTarget::Http(h) => h.url().to_string(),
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(url, "http://127.0.0.1:8080/status/web-1");
-    let lines = stdout_messages(&report);
-    assert_eq!(lines.last().unwrap()["id"], 4);
-}
-
-#[test]
 fn ledgers_are_separate_facts() {
     let input = b"not json\n";
     let report = run(&test_policy(OnInvalid::Close), input);
@@ -452,7 +144,7 @@ fn ledgers_are_separate_facts() {
 
 #[test]
 fn ssh_argv_is_data_and_option_injection_is_denied() {
-    let input = with_handshake(&call(2, "restart_service", json!({"service": "api"})));
+    let input = fixtures::with_handshake(&call(2, "restart_service", json!({"service": "api"})));
     let report = run(&test_policy(OnInvalid::Close), &input);
     match report.actions[0].target() {
         portcullis_gateway::ActionTarget::Ssh(s) => {
@@ -468,7 +160,7 @@ fn ssh_argv_is_data_and_option_injection_is_denied() {
 
 #[test]
 fn rejection_ledger_never_holds_argument_values() {
-    let input = with_handshake(&call(
+    let input = fixtures::with_handshake(&call(
         2,
         "service_status",
         json!({"service": "SECRET-canary-value"}),
@@ -483,7 +175,7 @@ fn missing_credential_denies_at_authz() {
     let policy = Policy::from_toml(fixtures::TEST_POLICY, std::path::Path::new("t.toml")).unwrap();
     // No credential bound.
     let policy = policy.bind_secrets(portcullis_gateway::SecretStore::default());
-    let input = with_handshake(&call(2, "service_status", json!({"service": "api"})));
+    let input = fixtures::with_handshake(&call(2, "service_status", json!({"service": "api"})));
     let report = run(&policy, &input);
     assert!(report.actions.is_empty());
     assert_eq!(report.rejections[0].stage, Stage::Authz);
@@ -549,7 +241,7 @@ fn the_depth_limit_holds_inside_params_arguments_as_at_the_top() {
     for (policy, limit) in [(test_policy(OnInvalid::KeepOpen), 64), (small, 9)] {
         // The frame's object, `params` and `arguments` are three levels.
         let args = |extra: usize| json!({"service": "api", "deep": nested(limit - 3 + extra)});
-        let input = with_handshake(
+        let input = fixtures::with_handshake(
             &[
                 call(2, "service_status", args(0)),
                 call(3, "service_status", args(1)),
@@ -581,7 +273,7 @@ fn the_depth_limit_holds_inside_params_arguments_as_at_the_top() {
         let bare = |depth: usize| frame(&nested(depth));
         let report = run(
             &policy,
-            &with_handshake(&[bare(limit), bare(limit + 1)].concat()),
+            &fixtures::with_handshake(&[bare(limit), bare(limit + 1)].concat()),
         );
         let stages: Vec<_> = report.rejections.iter().map(|r| r.stage).collect();
         assert_eq!(stages, [Stage::Rpc, Stage::Json], "limit {limit}");

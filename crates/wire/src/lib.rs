@@ -20,6 +20,7 @@ pub mod encode;
 pub mod frame;
 pub mod limits;
 pub mod rejection;
+pub mod id;
 pub mod rpc;
 pub mod strict_json;
 pub mod transcript;

@@ -1,0 +1,254 @@
+//! JSON-RPC 2.0 classification of one strict JSON frame.
+//!
+//! The top-level object is read into a typed, borrowed envelope rather than
+//! a `Value`: `jsonrpc` and `method` borrow from the frame, `id` is typed as
+//! it is read, and only `params`, `result` and `error` become values. The
+//! envelope never fails on a wrong member type; it records it, so that the
+//! JSON stage (syntax, duplicates, depth, numbers) is fully decided before
+//! the message shape is judged and the request id can be echoed when the
+//! shape is wrong.
+//!
+//! Rules: `"jsonrpc"` is exactly `"2.0"`; `id` is a string or an integer
+//! within ±(2^53−1) (never null, boolean, fraction or exponent form); no
+//! batches; no members beyond the five JSON-RPC defines; `params`, when
+//! present, is an object (MCP never uses positional params).
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::codes::INVALID_REQUEST;
+use crate::limits::Limits;
+use crate::rejection::{Rejection, Stage};
+use crate::strict_json::{display_name, parse_with};
+
+pub use crate::id::Id;
+
+mod envelope;
+
+use self::envelope::EnvelopeSeed;
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorObject {
+    /// Error code.
+    pub code: i64,
+    /// Short description.
+    pub message: String,
+    /// Optional structured detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// One classified inbound message. Strings borrow from the frame text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RpcMessage<'a> {
+    /// A call that expects a response.
+    Request {
+        /// The request id.
+        id: Id,
+        /// The method name.
+        method: Cow<'a, str>,
+        /// The params object, when present.
+        params: Option<Map<String, Value>>,
+    },
+    /// A call that must never be answered.
+    Notification {
+        /// The method name.
+        method: Cow<'a, str>,
+        /// The params object, when present.
+        params: Option<Map<String, Value>>,
+    },
+    /// A successful response.
+    Response {
+        /// The id of the request it answers.
+        id: Id,
+        /// The result value.
+        result: Value,
+    },
+    /// An error response; the id may be absent when it could not be read.
+    Error {
+        /// The id of the request it answers, if known.
+        id: Option<Id>,
+        /// The error.
+        error: ErrorObject,
+    },
+}
+
+impl RpcMessage<'_> {
+    /// Stable name of the message kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RpcMessage::Request { .. } => "request",
+            RpcMessage::Notification { .. } => "notification",
+            RpcMessage::Response { .. } => "response",
+            RpcMessage::Error { .. } => "error",
+        }
+    }
+
+    /// The id, if the message has one.
+    pub fn id(&self) -> Option<&Id> {
+        match self {
+            RpcMessage::Request { id, .. } | RpcMessage::Response { id, .. } => Some(id),
+            RpcMessage::Error { id, .. } => id.as_ref(),
+            RpcMessage::Notification { .. } => None,
+        }
+    }
+}
+
+/// Parse and classify one frame's text (already UTF-8 checked).
+pub fn parse_message<'a>(text: &'a str, limits: &Limits) -> Result<RpcMessage<'a>, Rejection> {
+    let depth = limits.effective_depth();
+    let envelope = parse_with(text, EnvelopeSeed { remaining: depth })?;
+    classify(envelope).map_err(|(reason, id)| {
+        Rejection::new(Stage::Rpc, INVALID_REQUEST, reason, text.as_bytes()).with_id(id)
+    })
+}
+
+/// A top-level member read without judging its type yet.
+#[derive(Debug)]
+enum Text<'a> {
+    Str(Cow<'a, str>),
+    Other(&'static str),
+}
+
+#[derive(Debug)]
+enum IdField {
+    Valid(Id),
+    Invalid(&'static str),
+}
+
+#[derive(Debug, Default)]
+struct Members<'a> {
+    jsonrpc: Option<Text<'a>>,
+    id: Option<IdField>,
+    method: Option<Text<'a>>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+    unknown: Vec<String>,
+}
+
+#[derive(Debug)]
+enum Envelope<'a> {
+    Object(Box<Members<'a>>),
+    Array,
+    Scalar(&'static str),
+}
+
+type ShapeError = (String, Option<Id>);
+
+fn classify(envelope: Envelope<'_>) -> Result<RpcMessage<'_>, ShapeError> {
+    let members = match envelope {
+        Envelope::Object(members) => *members,
+        Envelope::Array => return Err(("batches (JSON arrays) are not supported".into(), None)),
+        Envelope::Scalar(kind) => {
+            return Err((format!("message is {kind}, not a JSON-RPC object"), None));
+        }
+    };
+    let id = match members.id {
+        None => None,
+        Some(IdField::Valid(id)) => Some(id),
+        Some(IdField::Invalid(why)) => {
+            return Err((
+                format!("\"id\" must be a string or an integer within ±(2^53−1), not {why}"),
+                None,
+            ));
+        }
+    };
+    let fail = |reason: String| Err((reason, id.clone()));
+    if let Some(name) = members.unknown.first() {
+        return fail(format!("unknown top-level member {}", display_name(name)));
+    }
+    match &members.jsonrpc {
+        None => return fail("missing \"jsonrpc\" member".into()),
+        Some(Text::Str(v)) if v == "2.0" => {}
+        Some(_) => return fail("\"jsonrpc\" must be exactly \"2.0\"".into()),
+    }
+    if let Some(method) = members.method {
+        if members.result.is_some() || members.error.is_some() {
+            return fail("a message with \"method\" must not carry \"result\" or \"error\"".into());
+        }
+        let method = match method {
+            Text::Str(m) => m,
+            Text::Other(kind) => return fail(format!("\"method\" must be a string, not {kind}")),
+        };
+        let params = match members.params {
+            None => None,
+            Some(Value::Object(map)) => Some(map),
+            Some(other) => {
+                return fail(format!(
+                    "\"params\" must be an object, not {}",
+                    value_kind(&other)
+                ));
+            }
+        };
+        return Ok(match id {
+            Some(id) => RpcMessage::Request { id, method, params },
+            None => RpcMessage::Notification { method, params },
+        });
+    }
+    if members.params.is_some() {
+        return fail("\"params\" without \"method\"".into());
+    }
+    match (members.result, members.error) {
+        (Some(_), Some(_)) => {
+            fail("a response must not carry both \"result\" and \"error\"".into())
+        }
+        (Some(result), None) => match id {
+            Some(id) => Ok(RpcMessage::Response { id, result }),
+            None => fail("a response must carry an \"id\"".into()),
+        },
+        (None, Some(error)) => match error_object(error) {
+            Ok(error) => Ok(RpcMessage::Error { id, error }),
+            Err(reason) => fail(reason),
+        },
+        (None, None) => {
+            fail("neither a request (\"method\") nor a response (\"result\" or \"error\")".into())
+        }
+    }
+}
+
+fn error_object(value: Value) -> Result<ErrorObject, String> {
+    let Value::Object(mut map) = value else {
+        return Err(format!(
+            "\"error\" must be an object, not {}",
+            value_kind(&value)
+        ));
+    };
+    let code = match map.remove("code") {
+        Some(Value::Number(n)) if n.is_i64() => n.as_i64().unwrap_or_default(),
+        Some(_) => return Err("\"error.code\" must be an integer".into()),
+        None => return Err("\"error\" lacks \"code\"".into()),
+    };
+    let message = match map.remove("message") {
+        Some(Value::String(s)) => s,
+        Some(_) => return Err("\"error.message\" must be a string".into()),
+        None => return Err("\"error\" lacks \"message\"".into()),
+    };
+    let data = map.remove("data");
+    if let Some(name) = map.keys().next() {
+        return Err(format!(
+            "unknown member {} in \"error\"",
+            display_name(name)
+        ));
+    }
+    Ok(ErrorObject {
+        code,
+        message,
+        data,
+    })
+}
+
+/// Name of a value's JSON type, for reasons.
+pub fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
