@@ -388,6 +388,11 @@ pub struct Fixture {
 }
 
 impl Fixture {
+    /// Run a report subcommand (`policy`, `audit`, ...) with empty stdin.
+    pub fn run(&self, args: &[&str]) -> Run {
+        Launch::new(self.cwd.path(), args).run(b"")
+    }
+
     pub fn new(policy_text: &str) -> Self {
         let cwd = tempfile::tempdir().expect("cwd");
         let files = tempfile::tempdir().expect("files");
@@ -399,4 +404,9 @@ impl Fixture {
     pub fn file(&self, name: &str) -> std::path::PathBuf {
         self.files.path().join(name)
     }
+}
+
+/// A run's stdout as text.
+pub fn stdout_text(run: &Run) -> String {
+    String::from_utf8(run.stdout.clone()).expect("utf-8 stdout")
 }
