@@ -221,12 +221,14 @@ fn judge_close(ended: &Ended, hostile_from: usize, failures: &mut Vec<Failure>) 
 /// see (invalid UTF-8, lone surrogates), so there only a second response to
 /// a known request counts.
 fn judge_ids(ended: &Ended, sent: &[(u128, Sent)], mode: Mode, failures: &mut Vec<Failure>) {
-    let mut open: HashMap<&str, &str> = HashMap::new();
+    // A script may reuse an id: each request with it may be answered once.
+    let mut open: HashMap<&str, usize> = HashMap::new();
     for (_, s) in sent {
-        if let Sent::Request { id, method } = s {
-            open.insert(id, method);
+        if let Sent::Request { id, .. } = s {
+            *open.entry(id).or_default() += 1;
         }
     }
+    // id → line of its latest response.
     let mut answered: HashMap<String, usize> = HashMap::new();
     let bytes = &ended.stdout.bytes;
     let mut offset = 0;
@@ -244,7 +246,10 @@ fn judge_ids(ended: &Ended, sent: &[(u128, Sent)], mode: Mode, failures: &mut Ve
         };
         let id = id.to_string();
         let line = Some((n + 1, raw.to_vec()));
-        if open.contains_key(id.as_str()) && !answered.contains_key(&id) {
+        if let Some(left) = open.get_mut(id.as_str())
+            && *left > 0
+        {
+            *left -= 1;
             answered.insert(id, n + 1);
             continue;
         }

@@ -54,6 +54,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     script: Option<PathBuf>,
 
+    /// Judge the `--script` as hostile input (as the fuzzer does, and as
+    /// its saved failures replay): only the handshake and a final `ping`
+    /// with id 900001 must be answered; the server may instead close, but
+    /// never hang or crash.
+    #[arg(long, requires = "script")]
+    hostile: bool,
+
     /// Add a `tools/call` of TOOL to the default script.
     #[arg(long, value_name = "TOOL")]
     call: Option<String>,
@@ -144,7 +151,11 @@ pub fn run(args: &CheckArgs, mut out: impl Write) -> anyhow::Result<ExitCode> {
         },
         launch: launch.clone(),
         steps: steps.clone(),
-        mode: Mode::Script,
+        mode: if args.hostile {
+            Mode::Hostile
+        } else {
+            Mode::Script
+        },
     }];
     if args.matrix {
         let idle = Duration::from_millis(args.idle_ms);
@@ -225,7 +236,7 @@ fn run_fuzz(
     let mut failures = Vec::new();
     for found in summary.found {
         notes.push(format!(
-            "minimized to {} frame(s), replay: portcullis check --script {} -- {}",
+            "minimized to {} frame(s), replay: portcullis check --hostile --script {} -- {}",
             found.frames,
             found.script.display(),
             launch.describe()

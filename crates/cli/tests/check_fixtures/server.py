@@ -15,6 +15,7 @@ Usage: server.py MODE
   silent             reads everything and never answers
   dup-key-crash      crashes (uncaught exception) on a duplicate object key
   lingers            never exits after stdin closes
+  bad-schema         an initialize result without serverInfo (caught by --schema-dir)
 """
 
 import json
@@ -91,8 +92,10 @@ def main():
         last_id = message["id"]
         if method == "initialize" and MODE == "debug-leak" and os.environ.get("DEBUG"):
             write("debug: initialize from " + json.dumps(message["params"].get("clientInfo")) + "\n")
-        response = {"jsonrpc": "2.0", "id": last_id,
-                    "result": result_for(method, message.get("params") or {})}
+        result = result_for(method, message.get("params") or {})
+        if method == "initialize" and MODE == "bad-schema":
+            del result["serverInfo"]
+        response = {"jsonrpc": "2.0", "id": last_id, "result": result}
         text = json.dumps(response, separators=(",", ":"))
         if method == "tools/list" and MODE == "two-frames":
             write('{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}' + text + "\n")
