@@ -291,5 +291,9 @@ fn answers(line: &[u8], id: &str) -> bool {
     let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
         return false;
     };
-    !message.contains_key("method") && message.get("id").is_some_and(|v| v.to_string() == id)
+    !message.contains_key("method")
+        && message
+            .get("id")
+            .and_then(|v| serde_json::to_string(v).ok())
+            .is_some_and(|text| text == id)
 }

@@ -12,11 +12,15 @@ use serde_json::Value;
 
 use super::judge::Failure;
 
+/// Compiled validators by (revision, definition); `None` when the
+/// revision's schema has no such definition.
+type Cache = Mutex<HashMap<(String, String), Option<Arc<jsonschema::Validator>>>>;
+
 /// Compiled validators, by (revision, definition).
 #[derive(Debug)]
 pub struct Schemas {
     dir: PathBuf,
-    cache: Mutex<HashMap<(String, String), Option<Arc<jsonschema::Validator>>>>,
+    cache: Cache,
 }
 
 impl Schemas {
