@@ -139,6 +139,15 @@ pub fn run(
     if mode == Mode::Hostile && liveness == Some(Answer::Closed) {
         judge_close(&ended, hostile_from.unwrap_or(0), &mut failures);
     }
+    if ended.stdout.truncated {
+        failures.push(Failure::plain(
+            "volume",
+            format!(
+                "wrote more than {} bytes to stdout; the rest was not kept",
+                super::launch::MAX_CAPTURE
+            ),
+        ));
+    }
     let framing = check_transcript(&ended.stdout.bytes);
     if let Err(v) = &framing {
         // The headline: the first stdout bytes that are not a frame.

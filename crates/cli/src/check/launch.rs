@@ -48,7 +48,12 @@ pub struct Capture {
     /// (milliseconds since launch, offset of the chunk's first byte).
     pub chunks: Vec<(u128, usize)>,
     pub eof: bool,
+    /// More than [`MAX_CAPTURE`] bytes arrived; the rest was dropped.
+    pub truncated: bool,
 }
+
+/// stdout kept per run: far beyond any test script's answers.
+pub const MAX_CAPTURE: usize = 64 * 1024 * 1024;
 
 impl Capture {
     /// Milliseconds since launch at which the byte at `offset` arrived.
@@ -150,6 +155,12 @@ impl Session {
                     return;
                 }
                 let at = cap.bytes.len();
+                if at >= MAX_CAPTURE {
+                    // Keep draining so the server never blocks on a full
+                    // pipe, but stop holding what it writes.
+                    cap.truncated = true;
+                    continue;
+                }
                 cap.chunks.push((started.elapsed().as_millis(), at));
                 cap.bytes.extend_from_slice(&buf[..n]);
                 cvar.notify_all();
