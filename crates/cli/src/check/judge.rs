@@ -201,28 +201,51 @@ fn judge_exit(ended: &Ended, bounds: &Bounds, failures: &mut Vec<Failure>) {
     }
 }
 
-/// The liveness ping went unanswered because stdout closed: that is a
-/// clean close when the server answered something after the hostile input
-/// or exited 0, and a crash when it died with a failure status in silence.
+/// What runtimes print when a program dies of an unhandled error.
+const CRASH_SIGNATURES: [&str; 9] = [
+    "Traceback (most recent call last)",
+    "panicked at",
+    "Uncaught",
+    "uncaught exception",
+    "UnhandledPromiseRejection",
+    "Exception in thread",
+    "goroutine 1 [",
+    "Segmentation fault",
+    "core dumped",
+];
+
+/// The liveness ping went unanswered because stdout closed. That is a
+/// clean close when the server exited 0, or exited with a failure status
+/// after answering the hostile input and without a crash report on
+/// stderr; it is a crash when it died in silence or printed one.
 fn judge_close(ended: &Ended, hostile_from: usize, failures: &mut Vec<Failure>) {
     let Some(status) = ended.status else { return };
     let Some(code) = status.code() else { return };
-    let answered = ended.stdout.bytes.len() > hostile_from;
-    if code != 0 && !answered {
-        let tail = String::from_utf8_lossy(&ended.stderr);
-        let last = tail
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        failures.push(Failure::plain(
-            "crash",
-            format!(
-                "exited with status {code} on hostile input without answering it (last stderr line: {})",
-                render_bytes(last.as_bytes())
-            ),
-        ));
+    if code == 0 {
+        return;
     }
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    let signature = CRASH_SIGNATURES.iter().find(|s| stderr.contains(*s));
+    let answered = ended.stdout.bytes.len() > hostile_from;
+    if answered && signature.is_none() {
+        return;
+    }
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    let how = match signature {
+        Some(s) => format!("with a crash report on stderr ({s:?})"),
+        None => "without answering it".to_owned(),
+    };
+    failures.push(Failure::plain(
+        "crash",
+        format!(
+            "exited with status {code} on hostile input {how} (last stderr line: {})",
+            render_bytes(last.as_bytes())
+        ),
+    ));
 }
 
 /// Every response answers exactly one sent request, once; nothing answers
