@@ -219,6 +219,7 @@ pub fn fuzz(
     };
     let mut rng = Rng::new(seed);
     let deadline = Instant::now() + duration;
+    let mut minimizing = Duration::ZERO;
     while Instant::now() < deadline {
         let frames: Vec<Vec<u8>> = (0..BATCH).map(|_| mutate(&mut rng, &seeds)).collect();
         let outcome = judge::run(
@@ -237,7 +238,12 @@ pub fn fuzz(
             summary.more_failures += 1;
             continue;
         }
-        let (frames, failure) = minimize(launch, era, bounds, frames, first, minimize_budget)?;
+        // One budget for every minimization, so a pass that fails often
+        // still ends near its duration.
+        let started = Instant::now();
+        let budget = minimize_budget.saturating_sub(minimizing);
+        let (frames, failure) = minimize(launch, era, bounds, frames, first, budget)?;
+        minimizing += started.elapsed();
         let script = out.join(format!("fuzz-failure-{}.ndjson", summary.found.len() + 1));
         std::fs::write(&script, render_script(&batch_script(era, &frames)))?;
         summary.found.push(Found {
