@@ -6,9 +6,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{Fixture, Launch, Run, binary, http_policy};
+use common::{Fixture, Launch, Run, binary, drain, http_policy, wait_limited};
 use serde_json::Value;
 
 /// A port nothing listens on: `check` lists tools and calls one only
@@ -33,8 +33,25 @@ fn check(cwd: &Path, options: &[&str], server: &[&str]) -> Run {
     for arg in server {
         launch = launch.arg(*arg);
     }
-    launch.run(b"")
+    // `check` bounds every step itself; this limit only catches a checker
+    // that hangs, and leaves room for the 30 s fuzz pass.
+    let started = Instant::now();
+    let mut child = launch.spawn();
+    drop(child.stdin.take());
+    let stdout = drain(child.stdout.take().expect("stdout"));
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let status = wait_limited(&mut child, CHECK_LIMIT, &launch.describe());
+    Run {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+        launch: launch.describe(),
+        elapsed: started.elapsed(),
+    }
 }
+
+/// How long one `portcullis check` run may take before the test kills it.
+const CHECK_LIMIT: Duration = Duration::from_secs(120);
 
 /// `portcullis check` against the fixture server in `mode`, with short
 /// bounds so the silent and lingering fixtures stay quick.
