@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use common::{Fixture, Launch, Run, binary, drain, http_policy, wait_limited};
 use serde_json::Value;
 
-/// A port nothing listens on: `check` lists tools and calls one only
-/// when asked, so the HTTP tools never need a server.
+/// Nothing listens here: `check` calls a tool only when asked to.
 const CLOSED_PORT: u16 = 9;
+/// How long one `portcullis check` run may take before the test kills it.
+const CHECK_LIMIT: Duration = Duration::from_secs(120);
 
 fn python() -> PathBuf {
     ["/usr/bin/python3", "/usr/local/bin/python3"]
@@ -29,10 +30,10 @@ fn fixture_server() -> PathBuf {
 
 /// `portcullis check <options> -- <server...>` from an empty directory.
 fn check(cwd: &Path, options: &[&str], server: &[&str]) -> Run {
-    let mut launch = Launch::new(cwd, &["check"]).args(options).arg("--");
-    for arg in server {
-        launch = launch.arg(*arg);
-    }
+    let launch = Launch::new(cwd, &["check"])
+        .args(options)
+        .arg("--")
+        .args(server);
     // `check` bounds every step itself; this limit only catches a checker
     // that hangs, and leaves room for the 30 s fuzz pass.
     let started = Instant::now();
@@ -50,11 +51,7 @@ fn check(cwd: &Path, options: &[&str], server: &[&str]) -> Run {
     }
 }
 
-/// How long one `portcullis check` run may take before the test kills it.
-const CHECK_LIMIT: Duration = Duration::from_secs(120);
-
-/// `portcullis check` against the fixture server in `mode`, with short
-/// bounds so the silent and lingering fixtures stay quick.
+/// `check` against the fixture server in `mode`, with short bounds.
 fn check_fixture(mode: &str, options: &[&str]) -> (Run, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out");
