@@ -27,6 +27,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod audit;
+mod check;
 mod inspect;
 mod mcp;
 mod policy_cmd;
@@ -60,6 +61,10 @@ enum Command {
     /// Feed a captured stdin stream through the gateway with the Recorder
     /// (no real side effects) and print what happened.
     Replay(replay::ReplayArgs),
+    /// Launch any stdio MCP server and prove its stdout carries only
+    /// complete protocol messages (a release gate: exit 0 pass, 1 fail,
+    /// 2 cannot launch).
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +80,7 @@ fn main() -> ExitCode {
         Command::Audit(args) => audit::run(&args, stdout.into_writer()),
         Command::Inspect(args) => inspect::run(&args, stdout.into_writer()),
         Command::Replay(args) => replay::run(&args, stdout.into_writer()),
+        Command::Check(args) => check::run(&args, stdout.into_writer()),
     };
     match result {
         Ok(code) => code,
