@@ -18,9 +18,9 @@
 
 pub mod encode;
 pub mod frame;
+pub mod id;
 pub mod limits;
 pub mod rejection;
-pub mod id;
 pub mod rpc;
 pub mod strict_json;
 pub mod transcript;
