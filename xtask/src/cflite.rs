@@ -86,7 +86,7 @@ pub fn run(project: &Project, toolchain: &str) -> Result<()> {
             .arg("-runs=100")
             .arg(format!("-dict={}", dict.display()))
             .arg(&empty_corpus)
-            .env("ASAN_OPTIONS", crate::nightly::asan_options());
+            .env("ASAN_OPTIONS", crate::libfuzzer::asan_options());
         let (status, text) = capture(&mut smoke)?;
         if !status.success() || !text.contains("Dictionary: ") {
             problems.push(format!(
