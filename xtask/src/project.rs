@@ -198,7 +198,7 @@ path = "fuzz_targets/strict_json.rs"
     }
 
     #[test]
-    fn the_real_fuzz_manifest_declares_the_five_harnesses() {
+    fn the_real_fuzz_manifest_declares_the_six_harnesses() {
         let targets = Project::locate().fuzz_targets().unwrap();
         assert_eq!(
             targets,
@@ -207,7 +207,8 @@ path = "fuzz_targets/strict_json.rs"
                 "session_model",
                 "chunking",
                 "stdout_frames",
-                "strict_json"
+                "strict_json",
+                "authz_expansion"
             ]
         );
     }

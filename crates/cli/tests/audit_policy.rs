@@ -5,7 +5,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{FakeHttp, Fixture, Launch, Run, Step, call, example, http_policy, session};
+use common::{Fixture, Launch, Run, Step, call, example, http_policy, session};
+use portcullis_testkit::fakes::FakeHttp;
 use serde_json::{Value, json};
 
 const TOKEN: &str = "tok-audit-canary-51f3";

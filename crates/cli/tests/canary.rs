@@ -12,8 +12,9 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener};
 use std::thread;
 
-use common::{FakeHttp, Fixture, Launch, Run, call, frame, http_policy, session};
+use common::{Fixture, Launch, Run, call, frame, http_policy, session};
 use portcullis_testkit::canary;
+use portcullis_testkit::fakes::FakeHttp;
 use serde_json::json;
 
 /// The HTTP tools' bearer token.

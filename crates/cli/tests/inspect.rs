@@ -183,6 +183,8 @@ fn valid_lines_are_accepted() {
     );
 }
 
+/// The stage and reason agree with the gateway, which refuses a client's
+/// response at its MCP stage.
 #[test]
 fn a_response_from_the_client_is_refused() {
     let input = concat!(
@@ -194,15 +196,44 @@ fn a_response_from_the_client_is_refused() {
     let lines = json_lines(&output);
     assert_eq!(lines.len(), 2);
     for (line, id) in lines.iter().zip([7, 8]) {
-        assert_eq!(line["stage"], "rpc");
+        assert_eq!(line["stage"], "mcp");
         assert_eq!(line["code"], -32600);
         assert_eq!(line["id"], id);
         let reason = line["reason"].as_str().expect("reason");
-        assert!(
-            reason.ends_with("response from the client: the gateway sends no requests"),
-            "{reason}"
+        assert_eq!(
+            reason,
+            "a response from the client is invalid: the gateway sends no requests"
         );
     }
+}
+
+/// A request method without an id is never executed by the gateway; inspect
+/// says so at the same stage, while a real notification stays accepted.
+#[test]
+fn a_request_sent_as_a_notification_is_refused_at_the_mcp_stage() {
+    let input = concat!(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":\"x\"}}\n",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n",
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}\n",
+    );
+    let output = inspect_file(&["--json"], input.as_bytes());
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 3);
+    for (line, method) in lines.iter().zip(["tools/call", "ping"]) {
+        assert_eq!(line["ok"], false);
+        assert_eq!(line["stage"], "mcp");
+        assert_eq!(line["code"], -32600);
+        assert!(line.get("id").is_none());
+        assert_eq!(
+            line["reason"],
+            format!(
+                "{method} sent as a notification (no id): requests need an id and are never executed without one"
+            )
+        );
+    }
+    assert_eq!(lines[2]["ok"], true);
+    assert_eq!(lines[2]["kind"], "notification");
 }
 
 #[test]

@@ -10,10 +10,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{
-    FakeHttp, Fixture, Launch, Run, Step, call, frame, hostile_case_exit, hostile_cases,
-    http_policy, session,
-};
+use common::hostile::{hostile_case_exit, hostile_cases};
+use common::{Fixture, Launch, Run, Step, call, frame, http_policy, session};
+use portcullis_testkit::fakes::FakeHttp;
 use serde_json::json;
 
 const TOKEN: &str = "tok-7d1f0c5e-canary-9b2a";

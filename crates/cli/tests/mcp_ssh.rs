@@ -1,5 +1,5 @@
 //! `portcullis mcp` with the real SSH executor against a private sshd on
-//! loopback (`portcullis_exec::testing::LocalSshd`). A valid call runs
+//! loopback (`portcullis_testkit::fakes::LocalSshd`). A valid call runs
 //! exactly one remote command; hostile inputs run none. Skipped, with a
 //! message on stderr, where `/usr/sbin/sshd` is not installed.
 //!
@@ -15,8 +15,9 @@ mod ssh_lifetime;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Launch, call, hostile_case_exit, hostile_cases, session};
-use portcullis_exec::testing::LocalSshd;
+use common::hostile::{hostile_case_exit, hostile_cases};
+use common::{Launch, call, session};
+use portcullis_testkit::fakes::LocalSshd;
 use rustix::process::Signal;
 use serde_json::json;
 use ssh_lifetime::{KeySource, Scenario};

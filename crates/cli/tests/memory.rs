@@ -25,6 +25,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, Launch, drain, wait_limited};
+use portcullis_testkit::fakes::FakeHttp;
 
 const MAX_FRAME_BYTES: usize = 1024 * 1024;
 const RELEASE_TRAFFIC: u64 = 1024 * 1024 * 1024;
@@ -313,7 +314,7 @@ fn peak_memory_over_a_long_varied_session_stays_within_four_frames_and_32_mib() 
 #[test]
 fn queued_actions_are_bounded_by_bytes_and_a_call_past_the_bound_is_answered_busy() {
     // Frames of at most 64 KiB: queued and running targets may hold 128 KiB.
-    let server = common::FakeHttp::start();
+    let server = FakeHttp::start();
     let port = server.port();
     let fx = Fixture::new(&format!(
         r#"[server]

@@ -6,7 +6,8 @@ mod common;
 use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
 
-use common::{FakeHttp, Fixture, Launch, call, http_policy, session};
+use common::{Fixture, Launch, call, http_policy, session};
+use portcullis_testkit::fakes::FakeHttp;
 use serde_json::json;
 
 fn mcp(fx: &Fixture) -> Launch {

@@ -54,21 +54,29 @@ use crate::scrub::Scrubber;
 
 /// Why a request could not produce a response.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub(crate) enum HttpError {
-    /// The authorized URL could not be turned into a request URI without
-    /// changing where it goes.
+    /// The authorized URL does not parse as a request URI.
     #[error("the authorized URL cannot be sent: {0}")]
-    Uri(String),
+    InvalidUri(#[source] http::uri::InvalidUri),
+    /// The authorized URL would go elsewhere as a request URI.
+    #[error(
+        "the authorized URL cannot be sent: converting it to a request URI would change the scheme, host or port"
+    )]
+    UriChangesTarget,
+    /// The request could not be assembled from its parts.
+    #[error("the authorized URL cannot be sent: {0}")]
+    Build(#[source] http::Error),
     /// The credential cannot be carried in a header (e.g. it holds a line
     /// break). The value is never part of the message.
     #[error("the credential is not a valid HTTP header value")]
     Credential,
     /// The action's time budget ran out.
-    #[error("HTTP request timed out after {0}")]
-    Timeout(String),
+    #[error("HTTP request timed out after {}", fmt_duration(*.0))]
+    Timeout(Duration),
     /// Connecting, sending or receiving failed.
     #[error("HTTP request failed: {0}")]
-    Transport(String),
+    Transport(#[source] ureq::Error),
 }
 
 /// Sends authorized HTTP requests with `ureq`.
@@ -165,14 +173,10 @@ impl HttpExecutor {
         }
         let timeout = action.timeout();
         let response = if has_body {
-            let request = builder
-                .body(&[][..])
-                .map_err(|e| HttpError::Uri(e.to_string()))?;
+            let request = builder.body(&[][..]).map_err(HttpError::Build)?;
             self.run(request, timeout)
         } else {
-            let request = builder
-                .body(())
-                .map_err(|e| HttpError::Uri(e.to_string()))?;
+            let request = builder.body(()).map_err(HttpError::Build)?;
             self.run(request, timeout)
         }
         .map_err(|e| classify(e, timeout))?;
@@ -223,10 +227,7 @@ impl Executor for HttpExecutor {
 /// The one conversion from the authorized `Url` to the client's URI type.
 /// Refuses when it would change scheme, host or port.
 pub(crate) fn request_uri(url: &Url) -> Result<http::Uri, HttpError> {
-    let uri: http::Uri = url
-        .as_str()
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| HttpError::Uri(e.to_string()))?;
+    let uri: http::Uri = url.as_str().parse().map_err(HttpError::InvalidUri)?;
     let scheme_ok = uri.scheme_str() == Some(url.scheme());
     let authority = uri.authority();
     let host_ok = authority.map(|a| a.host()) == url.host_str();
@@ -238,20 +239,18 @@ pub(crate) fn request_uri(url: &Url) -> Result<http::Uri, HttpError> {
         == url.port_or_known_default().unwrap_or(0);
     let userinfo = authority.is_some_and(|a| a.as_str().contains('@'));
     if !(scheme_ok && host_ok && port_ok) || userinfo {
-        return Err(HttpError::Uri(
-            "converting it to a request URI would change the scheme, host or port".into(),
-        ));
+        return Err(HttpError::UriChangesTarget);
     }
     Ok(uri)
 }
 
 fn classify(err: ureq::Error, timeout: Duration) -> HttpError {
     match err {
-        ureq::Error::Timeout(_) => HttpError::Timeout(fmt_duration(timeout)),
+        ureq::Error::Timeout(_) => HttpError::Timeout(timeout),
         ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-            HttpError::Timeout(fmt_duration(timeout))
+            HttpError::Timeout(timeout)
         }
-        other => HttpError::Transport(other.to_string()),
+        other => HttpError::Transport(other),
     }
 }
 

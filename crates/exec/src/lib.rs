@@ -17,6 +17,19 @@
 //! credential reflected by the remote side never reaches the client.
 //! Logs carry the tool, host and port, never URLs, argv or credentials
 //! (argument values may be secrets).
+//!
+//! Modules, in the order an action flows through them:
+//!
+//! | module | what it does |
+//! | --- | --- |
+//! | `lib.rs` | [`RealExecutor`]: dispatch on the action's target |
+//! | [`http`] | one HTTP request with `ureq` |
+//! | [`ssh`] | one remote command: `argv` (command lines), `identity` (the key), `clients` (process groups, private directory), `collect` (output, deadline, result), `sweep` (leftovers of dead runs) |
+//! | `output` | capped reading and the text of what was read |
+//! | [`scrub`] | the single exit: the credential in every spelling becomes `[redacted]` |
+//!
+//! Test machinery (a private sshd, fake HTTP services) lives in
+//! `portcullis-testkit`, not here.
 
 #![forbid(unsafe_code)]
 
@@ -24,8 +37,6 @@ pub mod http;
 mod output;
 pub mod scrub;
 pub mod ssh;
-#[doc(hidden)]
-pub mod testing;
 
 use std::time::Duration;
 

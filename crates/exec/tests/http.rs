@@ -2,114 +2,15 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::{Ipv4Addr, TcpListener};
 use std::time::{Duration, Instant};
 
 use portcullis_exec::{HttpExecutor, RealExecutor};
 use portcullis_gateway::{AuthorizedAction, Executor, Outcome, Secret, SecretStore};
+use portcullis_testkit::fakes::{ReflectingUpstream, Reply, ScriptedHttp, response};
 use serde_json::json;
 
 const CANARY: &str = "canary-secret";
-
-/// What the fake server does with each connection.
-enum Reply {
-    /// Write these bytes, then close.
-    Close(Vec<u8>),
-    /// Write these bytes, then keep the connection open and idle.
-    Hold(Vec<u8>),
-    /// Accept, read the request, never answer.
-    Silent,
-    /// Write these bytes at once without reading anything, then close.
-    Blurt(Vec<u8>),
-}
-
-/// A one-response-per-connection HTTP server. It counts connections and
-/// keeps each request head.
-struct FakeServer {
-    port: u16,
-    connections: Arc<AtomicUsize>,
-    heads: Arc<Mutex<Vec<String>>>,
-}
-
-impl FakeServer {
-    fn start(reply: impl FnOnce(u16) -> Reply) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
-        let port = listener.local_addr().unwrap().port();
-        let reply = reply(port);
-        let connections = Arc::new(AtomicUsize::new(0));
-        let heads = Arc::new(Mutex::new(Vec::new()));
-        let (c, h) = (connections.clone(), heads.clone());
-        std::thread::spawn(move || {
-            let mut held: Vec<TcpStream> = Vec::new();
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                c.fetch_add(1, Ordering::SeqCst);
-                if let Reply::Blurt(bytes) = &reply {
-                    let _ = stream.write_all(bytes);
-                    h.lock().unwrap().push(String::new());
-                    continue;
-                }
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-                let head = read_head(&mut stream);
-                h.lock().unwrap().push(head);
-                match &reply {
-                    Reply::Close(bytes) => {
-                        let _ = stream.write_all(bytes);
-                        let _ = stream.flush();
-                        let _ = stream.shutdown(std::net::Shutdown::Write);
-                    }
-                    Reply::Hold(bytes) => {
-                        let _ = stream.write_all(bytes);
-                        let _ = stream.flush();
-                        held.push(stream);
-                    }
-                    Reply::Silent => held.push(stream),
-                    Reply::Blurt(_) => {}
-                }
-            }
-        });
-        Self {
-            port,
-            connections,
-            heads,
-        }
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-
-    fn head(&self, i: usize) -> String {
-        self.heads.lock().unwrap()[i].clone()
-    }
-}
-
-fn read_head(stream: &mut TcpStream) -> String {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&head).into_owned()
-}
-
-fn response(status: &str, headers: &[&str], body: &[u8]) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", body.len());
-    for h in headers {
-        out.push_str(h);
-        out.push_str("\r\n");
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(body);
-    bytes
-}
 
 fn policy(port: u16, method: &str, cap: usize, timeout_ms: u64) -> String {
     format!(
@@ -158,7 +59,7 @@ fn run(action: &AuthorizedAction) -> Outcome {
 
 #[test]
 fn get_sends_one_request_with_the_bearer_credential() {
-    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"hello")));
+    let server = ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], b"hello")));
     let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
     assert_eq!(outcome, Outcome::success("hello"));
     assert_eq!(server.connections(), 1);
@@ -183,7 +84,7 @@ fn get_sends_one_request_with_the_bearer_credential() {
 
 #[test]
 fn argument_values_stay_one_encoded_path_segment() {
-    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"ok")));
+    let server = ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], b"ok")));
     let outcome = run(&action(server.port, "GET", 1024, 5000, "a b/../c?d#e%2F"));
     assert_eq!(outcome, Outcome::success("ok"));
     let head = server.head(0);
@@ -195,7 +96,7 @@ fn argument_values_stay_one_encoded_path_segment() {
 
 #[test]
 fn redirect_is_reported_not_followed() {
-    let server = FakeServer::start(|port| {
+    let server = ScriptedHttp::start(|port| {
         Reply::Close(response(
             "302 Found",
             &[&format!("Location: http://127.0.0.1:{port}/elsewhere")],
@@ -214,7 +115,7 @@ fn redirect_is_reported_not_followed() {
         "{outcome:?}"
     );
     // And for a method with a body, too (307/308 keep the method).
-    let server = FakeServer::start(|port| {
+    let server = ScriptedHttp::start(|port| {
         Reply::Close(response(
             "307 Temporary Redirect",
             &[&format!("Location: http://127.0.0.1:{port}/again")],
@@ -232,7 +133,7 @@ fn redirect_is_reported_not_followed() {
 #[test]
 fn body_over_the_cap_is_truncated() {
     let big = vec![b'x'; 100_000];
-    let server = FakeServer::start(move |_| Reply::Close(response("200 OK", &[], &big)));
+    let server = ScriptedHttp::start(move |_| Reply::Close(response("200 OK", &[], &big)));
     let outcome = run(&action(server.port, "GET", 64, 5000, "abc"));
     assert!(!outcome.is_error, "{outcome:?}");
     let expected = format!("{}\n[response body truncated at 64 bytes]", "x".repeat(64));
@@ -242,14 +143,14 @@ fn body_over_the_cap_is_truncated() {
 
 #[test]
 fn body_exactly_at_the_cap_is_whole() {
-    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], &[b'y'; 64])));
+    let server = ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], &[b'y'; 64])));
     let outcome = run(&action(server.port, "GET", 64, 5000, "abc"));
     assert_eq!(outcome, Outcome::success("y".repeat(64)));
 }
 
 #[test]
 fn server_error_is_an_error_with_its_body() {
-    let server = FakeServer::start(|_| {
+    let server = ScriptedHttp::start(|_| {
         Reply::Close(response("500 Internal Server Error", &[], b"it broke"))
     });
     let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
@@ -257,7 +158,7 @@ fn server_error_is_an_error_with_its_body() {
         outcome,
         Outcome::failure("HTTP 500 Internal Server Error\nit broke")
     );
-    let server = FakeServer::start(|_| Reply::Close(response("404 Not Found", &[], b"")));
+    let server = ScriptedHttp::start(|_| Reply::Close(response("404 Not Found", &[], b"")));
     let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
     assert_eq!(outcome, Outcome::failure("HTTP 404 Not Found"));
 }
@@ -265,14 +166,14 @@ fn server_error_is_an_error_with_its_body() {
 #[test]
 fn binary_body_is_described_not_decoded() {
     let server =
-        FakeServer::start(|_| Reply::Close(response("200 OK", &[], &[0xff, 0xd8, 0xff, 0x00])));
+        ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], &[0xff, 0xd8, 0xff, 0x00])));
     let outcome = run(&action(server.port, "GET", 1024, 5000, "abc"));
     assert_eq!(outcome, Outcome::success("<4 bytes of binary content>"));
 }
 
 #[test]
 fn methods_with_a_body_send_an_empty_one() {
-    let server = FakeServer::start(|_| Reply::Close(response("201 Created", &[], b"made")));
+    let server = ScriptedHttp::start(|_| Reply::Close(response("201 Created", &[], b"made")));
     let outcome = run(&action(server.port, "POST", 1024, 5000, "abc"));
     assert_eq!(outcome, Outcome::success("made"));
     let head = server.head(0);
@@ -289,7 +190,7 @@ fn methods_with_a_body_send_an_empty_one() {
 
 #[test]
 fn silent_server_times_out() {
-    let server = FakeServer::start(|_| Reply::Silent);
+    let server = ScriptedHttp::start(|_| Reply::Silent);
     let started = Instant::now();
     let outcome = run(&action(server.port, "GET", 1024, 500, "abc"));
     let elapsed = started.elapsed();
@@ -307,7 +208,7 @@ fn silent_server_times_out() {
 #[test]
 fn stalled_body_times_out() {
     // Headers promise 1000 bytes, 10 arrive, then nothing.
-    let server = FakeServer::start(|_| {
+    let server = ScriptedHttp::start(|_| {
         Reply::Hold(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789".to_vec())
     });
     let started = Instant::now();
@@ -323,7 +224,7 @@ fn stalled_body_times_out() {
 #[test]
 fn premature_end_of_body_is_an_error() {
     // Headers promise 1000 bytes, 10 arrive, then the server closes.
-    let server = FakeServer::start(|_| {
+    let server = ScriptedHttp::start(|_| {
         Reply::Close(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789".to_vec())
     });
     let outcome = run(&action(server.port, "GET", 4096, 2000, "abc"));
@@ -350,7 +251,7 @@ fn refused_connection_is_an_error_without_the_secret() {
 fn https_to_a_plain_http_server_is_a_tls_error() {
     // Exercises the TLS client configuration (rustls + ring) without a
     // network: the handshake meets plain HTTP and fails cleanly.
-    let server = FakeServer::start(|_| Reply::Blurt(response("200 OK", &[], b"plain")));
+    let server = ScriptedHttp::start(|_| Reply::Blurt(response("200 OK", &[], b"plain")));
     let text = policy(server.port, "GET", 1024, 3000).replace(
         &format!("url = \"http://127.0.0.1:{}", server.port),
         &format!("url = \"https://127.0.0.1:{}", server.port),
@@ -368,7 +269,7 @@ fn https_to_a_plain_http_server_is_a_tls_error() {
 
 #[test]
 fn real_executor_dispatches_http() {
-    let server = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"via dispatch")));
+    let server = ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], b"via dispatch")));
     let outcome = RealExecutor::new().execute(&action(server.port, "GET", 1024, 5000, "abc"));
     assert_eq!(outcome, Outcome::success("via dispatch"));
 }
@@ -380,8 +281,8 @@ const PROXY_CHILD_PORT: &str = "PORTCULLIS_EXEC_PROXY_CHILD_PORT";
 /// proxy (the test process's own environment cannot be changed safely).
 #[test]
 fn environment_proxy_is_ignored() {
-    let direct = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"direct")));
-    let proxy = FakeServer::start(|_| Reply::Close(response("200 OK", &[], b"via proxy")));
+    let direct = ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], b"direct")));
+    let proxy = ScriptedHttp::start(|_| Reply::Close(response("200 OK", &[], b"via proxy")));
     let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "proxy_child", "--nocapture", "--test-threads=1"])
@@ -448,10 +349,10 @@ fn reflected_action(port: u16, cap: usize) -> AuthorizedAction {
     )
 }
 
-/// Serve `template` (see `common::ReflectingUpstream`) and return what the
+/// Serve `template` (see `ReflectingUpstream`) and return what the
 /// executor reports, after checking the upstream did receive the token.
 fn reflected(template: &str, cap: usize) -> Outcome {
-    let upstream = common::ReflectingUpstream::start(template.as_bytes().to_vec());
+    let upstream = ReflectingUpstream::start(template.as_bytes().to_vec());
     let outcome = run(&reflected_action(upstream.port, cap));
     assert_eq!(
         upstream.requests.load(std::sync::atomic::Ordering::SeqCst),

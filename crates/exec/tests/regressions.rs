@@ -8,6 +8,7 @@ mod common;
 
 use portcullis_exec::HttpExecutor;
 use portcullis_gateway::{Executor, Secret, SecretStore};
+use portcullis_testkit::fakes::ReflectingUpstream;
 use portcullis_testkit::regressions::{discover_in, workspace_root};
 use serde_json::json;
 
@@ -49,7 +50,7 @@ fn reflected_credentials_never_come_back_from_the_http_executor() {
     for case in cases {
         let name = case.path.display();
         let template = std::fs::read(&case.path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let upstream = common::ReflectingUpstream::start(template);
+        let upstream = ReflectingUpstream::start(template);
         let mut store = SecretStore::default();
         store.insert("tok", Secret::new(CANARY));
         let action = common::authorize(

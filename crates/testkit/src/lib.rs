@@ -15,6 +15,7 @@
 pub mod authz_harness;
 pub mod canary;
 pub mod faithful;
+pub mod fakes;
 pub mod fixtures;
 pub mod harness;
 pub mod json_arbitrary;

@@ -28,8 +28,13 @@ fn every_regression_replays_within_bounds() {
             .iter()
             .find(|(folder, _)| *folder == regression.target)
         {
-            assert!(!regression.sidecar.summary.is_empty() && !regression.sidecar.source.is_empty());
-            eprintln!("regression {} is replayed by {replayer}", regression.path.display());
+            assert!(
+                !regression.sidecar.summary.is_empty() && !regression.sidecar.source.is_empty()
+            );
+            eprintln!(
+                "regression {} is replayed by {replayer}",
+                regression.path.display()
+            );
             continue;
         }
         let run = harness::by_name(&regression.target).unwrap_or_else(|| {

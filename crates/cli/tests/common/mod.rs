@@ -1,18 +1,22 @@
 //! Shared helpers for the process-level tests: run the built `portcullis`
 //! binary the way a user would (a copy in its own directory, that directory
 //! as the working directory, an environment holding only `PATH` plus what
-//! the test adds), fake services on loopback, and the stdout oracle.
+//! the test adds), the HTTP test policy, hostile inputs (`hostile`) and the
+//! stdout oracle. The fake services are `portcullis_testkit::fakes`.
 
-#![allow(dead_code)]
+#![expect(
+    dead_code,
+    reason = "each test binary that includes this module uses only some of its helpers"
+)]
+
+pub mod hostile;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -316,146 +320,6 @@ pub fn session(rest: &[&[u8]]) -> Vec<u8> {
     bytes
 }
 
-// ---------------------------------------------------------------------------
-// A fake HTTP service
-
-/// A loopback HTTP service that counts TCP connections and keeps each
-/// request head. Paths starting with `/slow` are answered after
-/// `slow_delay`. When `observe` is set, the file is read at every accepted
-/// connection (to prove what was on disk before the request arrived).
-#[derive(Debug)]
-pub struct FakeHttp {
-    port: u16,
-    connections: Arc<AtomicUsize>,
-    requests: Arc<Mutex<Vec<String>>>,
-    observed: Arc<Mutex<Vec<String>>>,
-    gauge: Arc<Gauge>,
-    stop: Arc<AtomicBool>,
-    accept: Option<JoinHandle<()>>,
-}
-
-/// Connections being served now, and the most ever at once.
-#[derive(Debug, Default)]
-struct Gauge {
-    active: AtomicUsize,
-    peak: AtomicUsize,
-}
-
-impl FakeHttp {
-    pub fn start() -> Self {
-        Self::with(Duration::from_millis(800), None)
-    }
-
-    pub fn with(slow_delay: Duration, observe: Option<PathBuf>) -> Self {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-        let port = listener.local_addr().expect("local addr").port();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let observed = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let gauge = Arc::new(Gauge::default());
-        let accept = {
-            let (connections, requests, observed, stop, gauge) = (
-                Arc::clone(&connections),
-                Arc::clone(&requests),
-                Arc::clone(&observed),
-                Arc::clone(&stop),
-                Arc::clone(&gauge),
-            );
-            thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    connections.fetch_add(1, Ordering::SeqCst);
-                    if let Some(path) = &observe {
-                        let text = std::fs::read_to_string(path).unwrap_or_default();
-                        observed.lock().unwrap().push(text);
-                    }
-                    let requests = Arc::clone(&requests);
-                    let gauge = Arc::clone(&gauge);
-                    thread::spawn(move || {
-                        let now = gauge.active.fetch_add(1, Ordering::SeqCst) + 1;
-                        gauge.peak.fetch_max(now, Ordering::SeqCst);
-                        serve(stream, &requests, slow_delay);
-                        gauge.active.fetch_sub(1, Ordering::SeqCst);
-                    });
-                }
-            })
-        };
-        Self {
-            port,
-            connections,
-            requests,
-            observed,
-            gauge,
-            stop,
-            accept: Some(accept),
-        }
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// TCP connections accepted so far.
-    pub fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-
-    /// Request heads received so far.
-    pub fn requests(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
-
-    /// The most connections served at the same time.
-    pub fn peak_concurrency(&self) -> usize {
-        self.gauge.peak.load(Ordering::SeqCst)
-    }
-
-    /// The observed file's contents at each connection.
-    pub fn observed(&self) -> Vec<String> {
-        self.observed.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FakeHttp {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port));
-        if let Some(accept) = self.accept.take() {
-            let _ = accept.join();
-        }
-    }
-}
-
-fn serve(mut stream: TcpStream, requests: &Mutex<Vec<String>>, slow_delay: Duration) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
-    }
-    let head = String::from_utf8_lossy(&head).into_owned();
-    let path = head.split(' ').nth(1).unwrap_or("").to_owned();
-    requests.lock().unwrap().push(head);
-    if path.starts_with("/slow") {
-        thread::sleep(slow_delay);
-    }
-    let body = format!("status ok for {path}");
-    let response = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = stream.write_all(response.as_bytes());
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Write);
-}
-
 /// The HTTP test policy: every tool points at `port`.
 pub fn http_policy(port: u16) -> String {
     let schema = r#"[tools.input_schema]
@@ -513,112 +377,6 @@ properties.host = {{ type = "string", maxLength = 64 }}
 "#
     );
     text
-}
-
-// ---------------------------------------------------------------------------
-// Hostile inputs
-
-/// JSON nested `depth` arrays deep.
-pub fn nested(depth: usize) -> Value {
-    let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-    serde_json::from_str(&text).expect("nested arrays")
-}
-
-/// The expected exit of `portcullis mcp` (default policy) fed one hostile
-/// case and then end of input: a well-formed call refused by the schema or
-/// authorization is a tool error and the session runs on (0); anything else
-/// closes it (3).
-pub fn hostile_case_exit(name: &str) -> i32 {
-    let refused_call = [
-        "unknown argument property",
-        "denied host after template expansion",
-    ];
-    if refused_call.contains(&name) { 0 } else { 3 }
-}
-
-/// Inputs that must never cause `tool` to run, each a whole stdin stream.
-/// `args` are arguments that would be valid for the tool.
-pub fn hostile_cases(tool: &str, args: &Value) -> Vec<(&'static str, Vec<u8>)> {
-    let valid = call(2, tool, args.clone());
-    let valid_line = &valid[..valid.len() - 1];
-    let joined = |a: &[u8], b: &[u8]| [a, b].concat();
-    let mut extra = args.clone();
-    extra["extra_property"] = json!(true);
-    let mut long = args.clone();
-    long["pad"] = json!("a".repeat(10_000));
-    let mut deep = args.clone();
-    deep["deep"] = nested(64);
-    let id_true =
-        String::from_utf8(valid.clone())
-            .expect("utf-8")
-            .replacen("\"id\":2", "\"id\":true", 1);
-    assert!(id_true.contains("\"id\":true"));
-    let mut not_utf8 = valid.clone();
-    let at = not_utf8
-        .windows(8)
-        .position(|w| w == b"\"name\":\"")
-        .expect("name key")
-        + 8;
-    not_utf8.insert(at, 0xff);
-    let duplicate = format!(
-        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{tool}","name":"{tool}","arguments":{args}}}}}"#
-    );
-    let modern = frame(&json!({
-        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {
-            "name": tool, "arguments": args,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2099-01-01",
-                "io.modelcontextprotocol/clientCapabilities": {}
-            }
-        }
-    }));
-    vec![
-        (
-            "debug line then valid request",
-            session(&[b"debug: entering tool handler\n", &valid]),
-        ),
-        (
-            "valid request + banner on the same line",
-            session(&[&joined(valid_line, b" server ready\n")]),
-        ),
-        (
-            "truncated object then EOF",
-            session(&[&valid[..valid.len() / 2]]),
-        ),
-        (
-            "two objects on one line",
-            session(&[&joined(valid_line, &call(3, tool, args.clone()))]),
-        ),
-        (
-            "params is a string",
-            session(&[&frame(
-                &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": "run"}),
-            )]),
-        ),
-        ("id is true", session(&[id_true.as_bytes()])),
-        (
-            "unknown argument property",
-            session(&[&call(2, tool, extra)]),
-        ),
-        (
-            "tools/call as a notification",
-            session(&[&frame(&json!({
-                "jsonrpc": "2.0", "method": "tools/call",
-                "params": { "name": tool, "arguments": args }
-            }))]),
-        ),
-        ("tools/call before initialize", valid.clone()),
-        ("reused id", session(&[&call(1, tool, args.clone())])),
-        (
-            "duplicate name key",
-            session(&[&joined(duplicate.as_bytes(), b"\n")]),
-        ),
-        ("unsupported modern version", modern),
-        ("invalid UTF-8", session(&[&not_utf8])),
-        ("over-long line", session(&[&call(2, tool, long)])),
-        ("64-level-deep argument", session(&[&call(2, tool, deep)])),
-    ]
 }
 
 /// A working directory with nothing in it, and a separate directory

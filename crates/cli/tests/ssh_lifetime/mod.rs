@@ -11,7 +11,10 @@
 //! test can kill whatever an old binary leaves behind without touching the
 //! test runner's group.
 
-#![allow(dead_code)]
+#![expect(
+    dead_code,
+    reason = "mcp_ssh and process_regressions each use only some of these checks"
+)]
 
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
@@ -118,7 +121,7 @@ impl Scenario {
             KeySource::Env => "env = \"DEPLOY_KEY\"".to_owned(),
             KeySource::File => format!(
                 "file = {}",
-                portcullis_exec::testing::toml_string(&self.key_file().display().to_string())
+                portcullis_testkit::fakes::toml_string(&self.key_file().display().to_string())
             ),
         };
         format!(

@@ -1,6 +1,13 @@
-//! Shared helpers: authorized actions from policy text.
+//! Shared helpers: authorized actions from policy text, SSH tools and a
+//! fake `ssh` (`ssh`), and an independent oracle for a credential read back
+//! from a text. The fake services are `portcullis_testkit::fakes`.
 
-#![allow(dead_code)]
+#![expect(
+    dead_code,
+    reason = "each test binary that includes this module uses only some of its helpers"
+)]
+
+pub mod ssh;
 
 use std::path::Path;
 
@@ -41,110 +48,6 @@ pub fn unique() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     format!("{}-{nanos}", std::process::id())
-}
-
-/// An upstream that answers every connection with a response template in
-/// which placeholders are replaced by what the request carried, the way an
-/// echo service, an error page or a redirect reflects the credential:
-///
-/// - `{{AUTHORIZATION}}`: the `Authorization` header value as received;
-/// - `{{AUTHORIZATION_JSON}}`: the same as a JSON string body with `/`
-///   escaped as `\/` (as PHP writes it);
-/// - `{{AUTHORIZATION_PERCENT}}`: every byte but ASCII letters and digits
-///   as `%XX`;
-/// - `{{AUTHORIZATION_BASE64}}`: standard base64 of the header value;
-/// - `{{TOKEN}}`: the value after `Bearer `;
-/// - `{{TOKEN_PERCENT_LOWER}}`: that value, percent-encoded with lowercase
-///   hex;
-/// - `{{TOKEN_BASIC}}`: standard base64 of `user:<token>`;
-/// - `{{TOKEN_BASE64URL}}`: URL-safe base64 of the token, no padding;
-/// - `{{CONTENT_LENGTH}}`: the length of the body (what follows the first
-///   blank line) after the replacements.
-///
-/// The connection is closed after the response.
-pub struct ReflectingUpstream {
-    pub port: u16,
-    pub requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl ReflectingUpstream {
-    pub fn start(template: Vec<u8>) -> Self {
-        use std::io::Write;
-        use std::sync::atomic::Ordering;
-        let listener =
-            std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).expect("bind");
-        let port = listener.local_addr().expect("local address").port();
-        let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let seen = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                seen.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
-                let head = read_request_head(&mut stream);
-                let authorization = head
-                    .lines()
-                    .find_map(|l| {
-                        let (name, value) = l.split_once(':')?;
-                        name.eq_ignore_ascii_case("authorization")
-                            .then(|| value.trim().to_owned())
-                    })
-                    .unwrap_or_default();
-                let _ = stream.write_all(&fill(&template, &authorization));
-                let _ = stream.flush();
-                let _ = stream.shutdown(std::net::Shutdown::Write);
-            }
-        });
-        Self { port, requests }
-    }
-}
-
-fn read_request_head(stream: &mut std::net::TcpStream) -> String {
-    use std::io::Read;
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") && head.len() < 64 * 1024 {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => break,
-        }
-    }
-    String::from_utf8_lossy(&head).into_owned()
-}
-
-/// `template` with the placeholders of [`ReflectingUpstream`] replaced.
-pub fn fill(template: &[u8], authorization: &str) -> Vec<u8> {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-    let token = authorization
-        .strip_prefix("Bearer ")
-        .unwrap_or(authorization);
-    let percent = |s: &str, lower: bool| -> String {
-        s.bytes()
-            .map(|b| match (b.is_ascii_alphanumeric(), lower) {
-                (true, _) => char::from(b).to_string(),
-                (false, false) => format!("%{b:02X}"),
-                (false, true) => format!("%{b:02x}"),
-            })
-            .collect()
-    };
-    let json = serde_json::to_string(authorization)
-        .expect("a string")
-        .replace('/', "\\/");
-    let text = String::from_utf8_lossy(template)
-        .replace("{{AUTHORIZATION_JSON}}", &json[1..json.len() - 1])
-        .replace("{{AUTHORIZATION_PERCENT}}", &percent(authorization, false))
-        .replace("{{AUTHORIZATION_BASE64}}", &STANDARD.encode(authorization))
-        .replace("{{AUTHORIZATION}}", authorization)
-        .replace("{{TOKEN_PERCENT_LOWER}}", &percent(token, true))
-        .replace("{{TOKEN_BASIC}}", &STANDARD.encode(format!("user:{token}")))
-        .replace("{{TOKEN_BASE64URL}}", &URL_SAFE_NO_PAD.encode(token))
-        .replace("{{TOKEN}}", token);
-    let body_len = text
-        .split_once("\r\n\r\n")
-        .map_or(0, |(_, body)| body.len());
-    text.replace("{{CONTENT_LENGTH}}", &body_len.to_string())
-        .into_bytes()
 }
 
 /// Every way `canary` could be read back from `text`: literally, after

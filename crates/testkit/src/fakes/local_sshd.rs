@@ -12,8 +12,8 @@
 //! separation directory `/run/sshd`, which is created (0755, empty) when
 //! missing, exactly as the distribution's service unit would.
 //!
-//! Not part of the supported API; hidden from the docs. Used by this
-//! crate's tests and by process-level tests elsewhere in the workspace.
+//! Used by the executor's SSH tests and by the binary's process-level tests;
+//! it lives in testkit so that no shipped crate carries it.
 
 use std::fmt;
 use std::fs;
@@ -278,7 +278,7 @@ pub fn toml_string(s: &str) -> String {
 
 fn sshd_config(port: u16, host_key: &Path, authorized_keys: &Path, extra: &str) -> String {
     format!(
-        "# Private test server written by portcullis_exec::testing::LocalSshd.\n\
+        "# Private test server written by portcullis_testkit::fakes::LocalSshd.\n\
          ListenAddress 127.0.0.1\n\
          Port {port}\n\
          HostKey {host_key}\n\

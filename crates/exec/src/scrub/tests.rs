@@ -1,0 +1,175 @@
+use base64::Engine as _;
+
+use super::*;
+
+const TOKEN: &str = "s3cr/t+T0k=n\"x";
+
+fn scrub(text: &str) -> String {
+    Scrubber::new(Some(TOKEN)).scrub(text)
+}
+
+fn percent(s: &str, upper: bool) -> String {
+    s.bytes()
+        .map(|b| {
+            if upper {
+                format!("%{b:02X}")
+            } else {
+                format!("%{b:02x}")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn raw_and_bearer_forms_are_redacted() {
+    assert_eq!(scrub(TOKEN), REDACTED);
+    assert_eq!(
+        scrub(&format!("Authorization: Bearer {TOKEN}\n")),
+        "Authorization: Bearer [redacted]\n"
+    );
+    assert_eq!(scrub(&format!("{TOKEN}{TOKEN}")), "[redacted][redacted]");
+    assert_eq!(scrub("nothing here"), "nothing here");
+}
+
+#[test]
+fn percent_encodings_in_either_case_and_mixed_are_redacted() {
+    for form in [
+        percent(TOKEN, true),
+        percent(TOKEN, false),
+        // What encodeURIComponent / form encoding leave alone stays
+        // literal; the rest is escaped.
+        "s3cr%2Ft%2BT0k%3Dn%22x".to_owned(),
+        "s3cr%2ft%2bT0k%3dn%22x".to_owned(),
+    ] {
+        let got = scrub(&format!("Location: /cb?t={form}&x=1"));
+        assert_eq!(got, "Location: /cb?t=[redacted]&x=1", "{form}");
+    }
+    let spaced = Scrubber::new(Some("tok en 1234"));
+    assert_eq!(spaced.scrub("q=tok+en%201234"), "q=[redacted]");
+}
+
+#[test]
+fn json_and_html_escapes_are_redacted() {
+    let json = serde_json::to_string(TOKEN).unwrap();
+    assert_eq!(scrub(&json), format!("\"{REDACTED}\""));
+    // PHP escapes `/`; Python's ensure_ascii writes \uXXXX.
+    assert_eq!(scrub(r#"s3cr\/t+T0k=n\"x"#), REDACTED);
+    assert_eq!(scrub(r#"s3cr\u002Ft\u002bT0k=n\u0022x"#), REDACTED);
+    let unicode = Scrubber::new(Some("clé-😀-secret"));
+    assert_eq!(
+        unicode.scrub(r#"["cl\u00e9-\ud83d\ude00-secret"]"#),
+        r#"["[redacted]"]"#
+    );
+    assert_eq!(unicode.scrub("cl%C3%A9-%F0%9F%98%80-secret"), REDACTED);
+    assert_eq!(scrub("<td>s3cr/t+T0k=n&quot;x</td>"), "<td>[redacted]</td>");
+    assert_eq!(scrub("s3cr&#47;t&#x2B;T0k&#61;n&#34;x"), REDACTED);
+}
+
+#[test]
+fn base64_at_every_alignment_and_in_both_alphabets_is_redacted() {
+    let engines = [
+        &base64::engine::general_purpose::STANDARD,
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    for engine in engines {
+        for prefix in ["", "u", "us", "user:", "Bearer ", "ab:"] {
+            for suffix in ["", "!", "!!", "and more text"] {
+                let plain = format!("{prefix}{TOKEN}{suffix}");
+                let encoded = engine.encode(plain.as_bytes());
+                let text = format!("Authorization: Basic {encoded}\n");
+                let got = scrub(&text);
+                // Every base64 character holding a bit of the token is
+                // inside the one redaction; the rest is untouched.
+                let rest = &got["Authorization: Basic ".len()..got.len() - 1];
+                let (before, after) = rest
+                    .split_once(REDACTED)
+                    .unwrap_or_else(|| panic!("{plain:?} → {encoded} → {got}"));
+                let first_bit = 8 * prefix.len();
+                let end_bit = 8 * (prefix.len() + TOKEN.len());
+                assert!(encoded.starts_with(before), "{got}");
+                assert!(before.len() <= first_bit / 6, "{plain:?} → {got}");
+                assert!(encoded.ends_with(after), "{got}");
+                assert!(
+                    encoded.len() - after.len() >= end_bit.div_ceil(6),
+                    "{plain:?} → {encoded} → {got}"
+                );
+            }
+        }
+    }
+    // Percent-encoded base64 (a token in a query string).
+    let b64 = base64::engine::general_purpose::STANDARD.encode(TOKEN);
+    let url = b64
+        .replace('+', "%2B")
+        .replace('/', "%2F")
+        .replace('=', "%3D");
+    assert!(scrub(&format!("/cb?t={url}")).contains(REDACTED));
+    assert!(!scrub(&format!("/cb?t={url}")).contains(&url[..8]));
+}
+
+#[test]
+fn hex_of_the_credential_is_redacted() {
+    let hex: String = TOKEN.bytes().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(scrub(&hex), REDACTED);
+    assert_eq!(scrub(&hex.to_uppercase()), REDACTED);
+}
+
+#[test]
+fn a_cut_in_the_middle_of_the_credential_redacts_the_prefix() {
+    let s = Scrubber::new(Some(TOKEN));
+    for keep in MIN_CUT_PREFIX..TOKEN.len() {
+        let text = format!("echo: Bearer {}", &TOKEN[..keep]);
+        assert_eq!(s.scrub_cut(&text), "echo: Bearer [redacted]", "{keep}");
+        // Without the cut it is ordinary text.
+        assert_eq!(s.scrub(&text), text);
+    }
+    // An escape the cut left incomplete.
+    assert_eq!(s.scrub_cut("t=s3cr%2"), "t=[redacted]");
+    assert_eq!(s.scrub_cut("t=s3cr\\u00"), "t=[redacted]");
+    // Shorter prefixes are ordinary text.
+    assert_eq!(s.scrub_cut("the s3c"), "the s3c");
+    // A prefix that does not reach the end is not a cut.
+    assert_eq!(s.scrub_cut("s3cr/t and more"), "s3cr/t and more");
+}
+
+#[test]
+fn short_or_missing_credentials_change_nothing() {
+    assert_eq!(Scrubber::new(None).scrub("a tok b"), "a tok b");
+    assert_eq!(Scrubber::new(Some("")).scrub("a b"), "a b");
+    assert_eq!(Scrubber::new(Some("abc")).scrub("abc abc"), "abc abc");
+    assert_eq!(Scrubber::new(Some("  abc \n")).scrub("abc"), "abc");
+    assert!(!Scrubber::new(Some("abc")).is_active());
+    assert_eq!(
+        Scrubber::new(Some("abcd")).scrub("x abcd y"),
+        "x [redacted] y"
+    );
+}
+
+#[test]
+fn surrounding_whitespace_of_the_credential_is_not_required() {
+    let key = "-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n";
+    let s = Scrubber::new(Some(key));
+    assert_eq!(
+        s.scrub("key: -----BEGIN KEY-----\nAAAA\n-----END KEY-----"),
+        "key: [redacted]"
+    );
+    assert_eq!(
+        s.scrub(r#"{"key":"-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n"}"#),
+        r#"{"key":"[redacted]\n"}"#
+    );
+}
+
+#[test]
+fn debug_does_not_show_the_credential() {
+    let s = Scrubber::new(Some(TOKEN));
+    assert!(!format!("{s:?}").contains("s3cr"));
+}
+
+#[test]
+fn overlapping_matches_are_one_redaction_and_text_stays_utf8() {
+    let s = Scrubber::new(Some("abab"));
+    assert_eq!(s.scrub("xababab y"), "x[redacted] y");
+    let s = Scrubber::new(Some("é-secret"));
+    assert_eq!(s.scrub("ééé-secretéé"), "éé[redacted]éé");
+}
