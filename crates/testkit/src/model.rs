@@ -13,8 +13,9 @@
 //! stage of every rejection.
 //!
 //! Modules, in the order a scenario is built: `ops` (what a client does,
-//! decoded from fuzzer bytes), `predict` (the spec's session state and
-//! rules), `render` (each operation's bytes beside its prediction), and
+//! decoded from fuzzer bytes), `predict` (the spec's session state: it
+//! assigns each operation its ids and predicts what it must do), `render`
+//! (the bytes of an operation with those ids, and nothing else), and
 //! `observe` (reading a session's results back to compare).
 
 mod observe;
@@ -59,29 +60,16 @@ pub fn scenario(ops: &[Op], mode: OnInvalid, max_frame: usize) -> Scenario {
 
 /// [`scenario`] for a session with these frame and depth limits.
 pub fn scenario_with(ops: &[Op], mode: OnInvalid, limits: Limits) -> Scenario {
-    let mut model = Model {
-        mode,
-        input: Vec::new(),
-        expected: Vec::new(),
-        closed: false,
-        era: None,
-        initialized: false,
-        next_id: 0,
-        used: Vec::new(),
-        limits,
-        rejections: Vec::new(),
-        tool_errors: Vec::new(),
-    };
+    let mut model = Model::new(mode, limits);
     for op in ops {
-        let keep_going = model.apply(op);
-        if !keep_going && (model.closed || matches!(op, Op::Truncate)) {
+        if !model.apply(op) {
             break;
         }
     }
     Scenario {
+        closes: model.closed(),
         input: model.input,
         expected: model.expected,
-        closes: model.closed,
         rejections: model.rejections,
         tool_errors: model.tool_errors,
     }
