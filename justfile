@@ -6,9 +6,6 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Recipe arguments are also "$1", "$2", ... so paths and summaries with spaces survive.
 set positional-arguments := true
 
-# libFuzzer flags shared by the fuzzing recipes (same limits as `cargo xtask nightly`).
-fuzz_flags := "-dict=fuzz/dict/mcp.dict -max_len=65536 -timeout=10 -rss_limit_mb=2048"
-
 # List the recipes.
 default:
     @just --list
@@ -20,7 +17,8 @@ test:
 # Fuzz one target for SECS seconds, seeded from corpus/TARGET (new inputs go to fuzz/corpus/TARGET).
 fuzz TARGET SECS="60":
     mkdir -p fuzz/corpus/{{TARGET}} corpus/{{TARGET}}
-    cargo +nightly fuzz run {{TARGET}} fuzz/corpus/{{TARGET}} corpus/{{TARGET}} -- {{fuzz_flags}} -max_total_time={{SECS}} -print_final_stats=1
+    # The dictionary and limits come from xtask, which the nightly also uses.
+    cargo +nightly fuzz run {{TARGET}} fuzz/corpus/{{TARGET}} corpus/{{TARGET}} -- $(cargo xtask fuzz-flags run) -max_total_time={{SECS}} -print_final_stats=1
 
 # Fuzz every target for a share of BUDGET, merge coverage into corpus/, report crashes.
 nightly BUDGET="10m":
@@ -30,7 +28,7 @@ nightly BUDGET="10m":
 cmin TARGET:
     mkdir -p corpus/{{TARGET}} fuzz/corpus/{{TARGET}}
     cp -R fuzz/corpus/{{TARGET}}/. corpus/{{TARGET}}/
-    cargo +nightly fuzz cmin {{TARGET}} corpus/{{TARGET}} -- -max_len=65536 -timeout=10 -rss_limit_mb=2048
+    cargo +nightly fuzz cmin {{TARGET}} corpus/{{TARGET}} -- $(cargo xtask fuzz-flags cmin)
 
 # Minimize a crashing input; TARGET defaults to the folder holding it (…/artifacts/<target>/crash-…).
 tmin ARTIFACT TARGET="":
@@ -42,7 +40,8 @@ tmin ARTIFACT TARGET="":
         echo "cannot tell the fuzz target of $artifact (got '$target'); run: just tmin $artifact <target>" >&2
         exit 1
     fi
-    cargo +nightly fuzz tmin "$target" "$artifact" --runs 10000 -- -timeout=10 -rss_limit_mb=2048
+    # `--runs N -- <libFuzzer limits>`, the nightly's minimization settings.
+    cargo +nightly fuzz tmin "$target" "$artifact" $(cargo xtask fuzz-flags tmin)
 
 # Copy a crashing input into regressions/<target>/ with a sidecar (extra flags: --summary, --source, --name, --target).
 promote ARTIFACT *FLAGS:

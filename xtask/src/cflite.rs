@@ -8,6 +8,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
+use crate::libfuzzer::Limits;
 use crate::process::{capture, describe, run_visible, scrub_env};
 use crate::project::{Project, files_in};
 
@@ -71,6 +72,17 @@ pub fn run(project: &Project, toolchain: &str) -> Result<()> {
         if !dict.is_file() {
             problems.push(format!("$OUT/{target}.dict is missing"));
         }
+        let options = out.join(format!("{target}.options"));
+        let max_len = fs::read_to_string(&options)
+            .ok()
+            .and_then(|text| options_max_len(&text));
+        if max_len != Some(Limits::DEFAULT.max_len) {
+            problems.push(format!(
+                "$OUT/{target}.options sets max_len {max_len:?}, the nightly's is {} \
+                 (.clusterfuzzlite/build.sh writes it)",
+                Limits::DEFAULT.max_len
+            ));
+        }
         let seeds_expected = !files_in(&project.corpus(target))?.is_empty()
             || files_in(&project.regressions(target))?
                 .iter()
@@ -86,7 +98,7 @@ pub fn run(project: &Project, toolchain: &str) -> Result<()> {
             .arg("-runs=100")
             .arg(format!("-dict={}", dict.display()))
             .arg(&empty_corpus)
-            .env("ASAN_OPTIONS", crate::nightly::asan_options());
+            .env("ASAN_OPTIONS", crate::libfuzzer::asan_options());
         let (status, text) = capture(&mut smoke)?;
         if !status.success() || !text.contains("Dictionary: ") {
             problems.push(format!(
@@ -132,4 +144,40 @@ pub fn run(project: &Project, toolchain: &str) -> Result<()> {
         targets.len()
     );
     Ok(())
+}
+
+/// `max_len` from a ClusterFuzzLite `<target>.options` file (INI, section
+/// `[libfuzzer]`), which must match the nightly's limit.
+fn options_max_len(text: &str) -> Option<u64> {
+    let mut in_libfuzzer = false;
+    for line in text.lines().map(str::trim) {
+        if let Some(section) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            in_libfuzzer = section.trim() == "libfuzzer";
+        } else if in_libfuzzer
+            && let Some((key, value)) = line.split_once('=')
+            && key.trim() == "max_len"
+        {
+            return value.trim().parse().ok();
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_len_is_read_from_the_libfuzzer_section_only() {
+        assert_eq!(
+            options_max_len("[libfuzzer]\nmax_len = 65536\n"),
+            Some(65536)
+        );
+        assert_eq!(
+            options_max_len("[asan]\nmax_len = 1\n[libfuzzer]\ntimeout=10\nmax_len=4096\n"),
+            Some(4096)
+        );
+        assert_eq!(options_max_len("max_len = 65536\n"), None);
+        assert_eq!(options_max_len("[libfuzzer]\nmax_len = lots\n"), None);
+    }
 }

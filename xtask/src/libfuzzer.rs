@@ -1,546 +1,116 @@
-//! Reading libFuzzer's output: status lines, `-print_final_stats=1` figures,
-//! `-merge=1` results, artifact names, and a one-line summary of a crash.
+//! libFuzzer: the flags every run shares, and reading what it prints.
 //!
-//! Everything here is pure text processing so that it can be pinned by unit
-//! tests against real libFuzzer output.
+//! [`Limits`] and [`TMIN_RUNS`] are the single source of the libFuzzer
+//! limits: `cargo xtask nightly` takes them as defaults of its flags, and
+//! the justfile's `fuzz`, `cmin` and `tmin` recipes ask
+//! `cargo xtask fuzz-flags <use>` for them (see [`flags_for`]).
+//!
+//! Reading the output is pure text processing, pinned by unit tests against
+//! real libFuzzer output: [`stats`] has the figures of a run, [`findings`]
+//! what it found.
 
-/// One libFuzzer status line, e.g.
-/// `#524288 pulse  cov: 71 ft: 269 corp: 94/19Kb lim: 4096 exec/s: 262144 rss: 27Mb`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Status {
-    /// Executions so far (the `#N`).
-    pub execs: u64,
-    /// `INITED`, `NEW`, `REDUCE`, `pulse`, `RELOAD`, `DONE`, ...
-    pub event: String,
-    /// Coverage counters (`cov:`), i.e. edges.
-    pub cov: Option<u64>,
-    /// Features (`ft:`).
-    pub ft: Option<u64>,
-    /// Units in the in-memory corpus (`corp: N/size`).
-    pub corp_units: Option<u64>,
-    /// Size of the in-memory corpus as libFuzzer prints it (`19Kb`).
-    pub corp_size: Option<String>,
-    /// Executions per second (`exec/s:`).
-    pub exec_per_sec: Option<u64>,
-    /// Resident set size in MB (`rss: 27Mb`).
-    pub rss_mb: Option<u64>,
+mod findings;
+mod stats;
+
+pub use findings::{artifact_kind, crash_summary, parse_merge_added};
+pub use stats::{LogStats, Totals, combine};
+
+/// libFuzzer limits shared by fuzzing, merging, minimizing and reproducing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+pub struct Limits {
+    /// libFuzzer -max_len: the largest input it generates.
+    #[arg(long, default_value_t = Limits::DEFAULT.max_len)]
+    pub max_len: u64,
+    /// libFuzzer -timeout: seconds one input may take before it is a finding.
+    #[arg(long, default_value_t = Limits::DEFAULT.unit_timeout)]
+    pub unit_timeout: u64,
+    /// libFuzzer -rss_limit_mb.
+    #[arg(long, default_value_t = Limits::DEFAULT.rss_limit_mb)]
+    pub rss_limit_mb: u64,
 }
 
-impl Status {
-    /// The figures worth showing while a run is in progress.
-    pub fn condensed(&self) -> String {
-        let mut out = format!("#{}", self.execs);
-        if let Some(cov) = self.cov {
-            out.push_str(&format!(" cov: {cov}"));
-        }
-        if let Some(ft) = self.ft {
-            out.push_str(&format!(" ft: {ft}"));
-        }
-        if let Some(units) = self.corp_units {
-            out.push_str(&format!(" corp: {units}"));
-            if let Some(size) = &self.corp_size {
-                out.push_str(&format!("/{size}"));
-            }
-        }
-        if let Some(eps) = self.exec_per_sec {
-            out.push_str(&format!(" exec/s: {eps}"));
-        }
-        if let Some(rss) = self.rss_mb {
-            out.push_str(&format!(" rss: {rss}Mb"));
-        }
-        out
-    }
-}
-
-/// Parses a status line; anything else (INFO lines, crash reports) is `None`.
-pub fn parse_status_line(line: &str) -> Option<Status> {
-    let rest = line.trim_start().strip_prefix('#')?;
-    let mut tokens = rest.split_whitespace();
-    let execs = tokens.next()?.parse().ok()?;
-    let event = tokens.next()?;
-    if event.is_empty() || !event.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return None;
-    }
-    let mut status = Status {
-        execs,
-        event: event.to_owned(),
-        ..Status::default()
+impl Limits {
+    /// The limits of every fuzzing run, the nightly's and the justfile's.
+    pub const DEFAULT: Self = Self {
+        max_len: 65536,
+        unit_timeout: 10,
+        rss_limit_mb: 2048,
     };
-    while let Some(key) = tokens.next() {
-        let value = match key {
-            "cov:" | "ft:" | "corp:" | "exec/s:" | "rss:" => match tokens.next() {
-                Some(v) => v,
-                None => break,
-            },
-            _ => continue,
-        };
-        match key {
-            "cov:" => status.cov = value.parse().ok(),
-            "ft:" => status.ft = value.parse().ok(),
-            "corp:" => {
-                let (units, size) = value.split_once('/').unwrap_or((value, ""));
-                status.corp_units = units.parse().ok();
-                status.corp_size = (!size.is_empty()).then(|| size.to_owned());
-            }
-            "exec/s:" => status.exec_per_sec = value.parse().ok(),
-            "rss:" => status.rss_mb = value.trim_end_matches("Mb").parse().ok(),
-            _ => {}
+
+    /// `-timeout` and `-rss_limit_mb`, which every libFuzzer mode takes.
+    pub fn flags(self) -> [String; 2] {
+        [
+            format!("-timeout={}", self.unit_timeout),
+            format!("-rss_limit_mb={}", self.rss_limit_mb),
+        ]
+    }
+
+    /// `-max_len`, for the modes that generate or keep inputs.
+    pub fn max_len_flag(self) -> String {
+        format!("-max_len={}", self.max_len)
+    }
+}
+
+/// Mutations per minimization step (`cargo fuzz tmin --runs`).
+pub const TMIN_RUNS: u64 = 10_000;
+
+/// Which `cargo fuzz` command the flags of [`flags_for`] follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FlagsFor {
+    /// `cargo fuzz run <target> <corpora> --` then these.
+    Run,
+    /// `cargo fuzz cmin <target> <corpus> --` then these.
+    Cmin,
+    /// `cargo fuzz tmin <target> <artifact>` then these (they include `--`).
+    Tmin,
+}
+
+/// The arguments the justfile's recipes pass after the target and inputs:
+/// the dictionary for fuzzing, and the default [`Limits`] everywhere.
+pub fn flags_for(command: FlagsFor, dict: &str) -> Vec<String> {
+    let limits = Limits::DEFAULT;
+    let mut out = Vec::new();
+    match command {
+        FlagsFor::Run => {
+            out.push(format!("-dict={dict}"));
+            out.push(limits.max_len_flag());
+        }
+        FlagsFor::Cmin => out.push(limits.max_len_flag()),
+        FlagsFor::Tmin => {
+            out.extend(["--runs".to_owned(), TMIN_RUNS.to_string(), "--".to_owned()]);
         }
     }
-    // A status line always carries at least one figure.
-    if status.cov.is_none() && status.exec_per_sec.is_none() && status.rss_mb.is_none() {
-        return None;
-    }
-    Some(status)
-}
-
-/// The `stat::` block printed at exit with `-print_final_stats=1`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FinalStats {
-    pub executed_units: Option<u64>,
-    pub average_exec_per_sec: Option<u64>,
-    pub new_units_added: Option<u64>,
-    pub slowest_unit_time_sec: Option<u64>,
-    pub peak_rss_mb: Option<u64>,
-}
-
-/// Applies one `stat::name: value` line; returns whether it was one.
-fn apply_stat_line(stats: &mut FinalStats, line: &str) -> bool {
-    let Some(rest) = line.trim().strip_prefix("stat::") else {
-        return false;
-    };
-    let Some((name, value)) = rest.split_once(':') else {
-        return false;
-    };
-    let value = value.trim().parse().ok();
-    let slot = match name.trim() {
-        "number_of_executed_units" => &mut stats.executed_units,
-        "average_exec_per_sec" => &mut stats.average_exec_per_sec,
-        "new_units_added" => &mut stats.new_units_added,
-        "slowest_unit_time_sec" => &mut stats.slowest_unit_time_sec,
-        "peak_rss_mb" => &mut stats.peak_rss_mb,
-        _ => return true,
-    };
-    *slot = value;
-    true
-}
-
-/// Everything worth keeping from one libFuzzer process's output, built line by
-/// line so that a long run never has to be held in memory.
-#[derive(Debug, Clone, Default)]
-pub struct LogStats {
-    /// The most recent status line.
-    pub last_status: Option<Status>,
-    /// Last `cov:` and `ft:` seen (an `INITED` line on an empty corpus has none).
-    pub cov: Option<u64>,
-    pub ft: Option<u64>,
-    pub final_stats: FinalStats,
-}
-
-impl LogStats {
-    pub fn feed_line(&mut self, line: &str) {
-        if let Some(status) = parse_status_line(line) {
-            self.cov = status.cov.or(self.cov);
-            self.ft = status.ft.or(self.ft);
-            self.last_status = Some(status);
-        } else {
-            apply_stat_line(&mut self.final_stats, line);
-        }
-    }
-
-    pub fn from_text(text: &str) -> Self {
-        let mut stats = Self::default();
-        for line in text.lines() {
-            stats.feed_line(line);
-        }
-        stats
-    }
-
-    pub fn execs(&self) -> u64 {
-        self.final_stats
-            .executed_units
-            .or(self.last_status.as_ref().map(|s| s.execs))
-            .unwrap_or(0)
-    }
-
-    pub fn execs_per_sec(&self) -> u64 {
-        self.final_stats
-            .average_exec_per_sec
-            .or(self.last_status.as_ref().and_then(|s| s.exec_per_sec))
-            .unwrap_or(0)
-    }
-
-    pub fn peak_rss_mb(&self) -> Option<u64> {
-        self.final_stats
-            .peak_rss_mb
-            .or(self.last_status.as_ref().and_then(|s| s.rss_mb))
-    }
-}
-
-/// Figures for one target, summed over its libFuzzer jobs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub execs: u64,
-    /// Sum of the jobs' averages: the target's aggregate throughput.
-    pub execs_per_sec: u64,
-    /// Highest `cov:` of any job (jobs share a corpus, so this is a lower
-    /// bound on the union).
-    pub cov: Option<u64>,
-    pub ft: Option<u64>,
-    pub peak_rss_mb: Option<u64>,
-}
-
-pub fn combine(jobs: &[LogStats]) -> Totals {
-    let mut totals = Totals::default();
-    for job in jobs {
-        totals.execs += job.execs();
-        totals.execs_per_sec += job.execs_per_sec();
-        totals.cov = totals.cov.max(job.cov);
-        totals.ft = totals.ft.max(job.ft);
-        totals.peak_rss_mb = totals.peak_rss_mb.max(job.peak_rss_mb());
-    }
-    totals
-}
-
-/// What libFuzzer wrote an artifact for, from its file name prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArtifactKind {
-    Crash,
-    Timeout,
-    Oom,
-    Leak,
-}
-
-impl ArtifactKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Crash => "crash",
-            Self::Timeout => "timeout",
-            Self::Oom => "oom",
-            Self::Leak => "leak",
-        }
-    }
-}
-
-/// Classifies an artifact file name; `slow-unit-*`, `minimized-from-*` and
-/// anything else that is not a finding are `None`.
-pub fn artifact_kind(file_name: &str) -> Option<ArtifactKind> {
-    let (prefix, hash) = file_name.split_once('-')?;
-    if hash.is_empty() {
-        return None;
-    }
-    match prefix {
-        "crash" => Some(ArtifactKind::Crash),
-        "timeout" => Some(ArtifactKind::Timeout),
-        "oom" => Some(ArtifactKind::Oom),
-        "leak" => Some(ArtifactKind::Leak),
-        _ => None,
-    }
-}
-
-/// The number of files a `-merge=1` run added, from
-/// `MERGE-OUTER: 3 new files with 15 new features added; 4 new coverage edges`.
-pub fn parse_merge_added(output: &str) -> Option<u64> {
-    output.lines().rev().find_map(|line| {
-        let rest = line.trim().strip_prefix("MERGE-OUTER: ")?;
-        let (count, tail) = rest.split_once(' ')?;
-        tail.starts_with("new files").then(|| count.parse().ok())?
-    })
-}
-
-const SUMMARY_MAX_CHARS: usize = 300;
-
-/// A one-line description of why a run died, for a regression sidecar.
-///
-/// In order of preference: the first Rust panic (`<message> (panicked at
-/// <file:line:col>)`), a stack overflow, a sanitizer's `SUMMARY:` line,
-/// libFuzzer's own `ERROR:` line (timeout, out-of-memory, deadly signal).
-pub fn crash_summary(output: &str) -> Option<String> {
-    let lines: Vec<&str> = output.lines().collect();
-    let summary = lines
-        .iter()
-        .enumerate()
-        .find_map(|(i, line)| rust_panic(line, lines.get(i + 1).copied()))
-        .or_else(|| {
-            lines
-                .iter()
-                .find(|l| l.contains("has overflowed its stack"))
-                .map(|l| format!("stack overflow: {}", l.trim()))
-        })
-        .or_else(|| {
-            lines.iter().find_map(|l| {
-                let rest = l.trim().strip_prefix("SUMMARY: ")?;
-                rest.contains("Sanitizer: ").then(|| rest.to_owned())
-            })
-        })
-        .or_else(|| {
-            lines.iter().find_map(|l| {
-                let at = l.find("ERROR: ")?;
-                Some(l[at + "ERROR: ".len()..].trim().to_owned())
-            })
-        })
-        .or_else(|| {
-            lines
-                .iter()
-                .find_map(|l| Some(l.trim().strip_prefix("SUMMARY: ")?.to_owned()))
-        })?;
-    Some(truncate(&summary, SUMMARY_MAX_CHARS))
-}
-
-/// Recognises `thread '<unnamed>' panicked at src/x.rs:1:2:` followed by the
-/// message line (Rust >= 1.73, with or without a `(tid)` after the name), and
-/// the older one-line `panicked at 'message', src/x.rs:1:2`.
-fn rust_panic(line: &str, next: Option<&str>) -> Option<String> {
-    let line = line.trim();
-    if !line.starts_with("thread '") {
-        return None;
-    }
-    let at = line.find(" panicked at ")?;
-    let rest = &line[at + " panicked at ".len()..];
-    if let Some(quoted) = rest.strip_prefix('\'') {
-        // Old format: panicked at 'message', file:line:col
-        let (message, location) = quoted.rsplit_once("', ")?;
-        return Some(format!("{message} (panicked at {location})"));
-    }
-    let location = rest.strip_suffix(':').unwrap_or(rest);
-    let message = next.map(str::trim).unwrap_or_default();
-    if message.is_empty() || message.starts_with("note: run with `RUST_BACKTRACE") {
-        Some(format!("panicked at {location}"))
-    } else {
-        Some(format!("{message} (panicked at {location})"))
-    }
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_owned();
-    }
-    let mut out: String = text.chars().take(max_chars - 1).collect();
-    out.push('…');
+    out.extend(limits.flags());
     out
+}
+
+/// `ASAN_OPTIONS` as `cargo fuzz run` sets them (Rust binaries trip ODR
+/// violation false positives), on top of the caller's.
+pub fn asan_options() -> String {
+    match std::env::var("ASAN_OPTIONS") {
+        Ok(opts) if !opts.is_empty() => format!("{opts}:detect_odr_violation=0"),
+        _ => "detect_odr_violation=0".to_owned(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    // Captured from a `strict_json` run (libfuzzer-sys 0.4.13, rustc 1.97-nightly).
-    const RUN_LOG: &str = "\
-INFO: Running with entropic power schedule (0xFF, 100).
-INFO: Seed: 2863179353
-INFO: Loaded 1 modules   (392 inline 8-bit counters): 392 [0x5555c833d848, 0x5555c833d9d0),
-INFO: -max_len is not provided; libFuzzer will not generate inputs larger than 4096 bytes
-INFO: A corpus is not provided, starting from an empty corpus
-#2\tINITED exec/s: 0 rss: 27Mb
-#3\tNEW    cov: 5 ft: 6 corp: 2/3b lim: 4 exec/s: 0 rss: 27Mb L: 2/2 MS: 1 ChangeBit-
-#524288\tpulse  cov: 71 ft: 269 corp: 94/19Kb lim: 4096 exec/s: 262144 rss: 27Mb
-#1044259\tDONE   cov: 71 ft: 272 corp: 97/26Kb lim: 4096 exec/s: 174043 rss: 27Mb
-###### Recommended dictionary. ######
-\"\\377\\377(\\324\" # Uses: 2315
-###### End of recommended dictionary. ######
-Done 1044259 runs in 6 second(s)
-stat::number_of_executed_units: 1044259
-stat::average_exec_per_sec:     174043
-stat::new_units_added:          120
-stat::slowest_unit_time_sec:    0
-stat::peak_rss_mb:              28
-";
-
     #[test]
-    fn status_lines_parse_with_all_figures() {
-        let s = parse_status_line(
-            "#524288\tpulse  cov: 71 ft: 269 corp: 94/19Kb lim: 4096 exec/s: 262144 rss: 27Mb",
-        )
-        .unwrap();
-        assert_eq!(s.execs, 524_288);
-        assert_eq!(s.event, "pulse");
-        assert_eq!((s.cov, s.ft), (Some(71), Some(269)));
+    fn recipes_get_the_nightly_limits() {
+        let dict = "fuzz/dict/mcp.dict";
         assert_eq!(
-            (s.corp_units, s.corp_size.as_deref()),
-            (Some(94), Some("19Kb"))
-        );
-        assert_eq!((s.exec_per_sec, s.rss_mb), (Some(262_144), Some(27)));
-        assert_eq!(
-            s.condensed(),
-            "#524288 cov: 71 ft: 269 corp: 94/19Kb exec/s: 262144 rss: 27Mb"
-        );
-    }
-
-    #[test]
-    fn inited_on_an_empty_corpus_has_no_coverage_yet() {
-        let s = parse_status_line("#2\tINITED exec/s: 0 rss: 27Mb").unwrap();
-        assert_eq!(
-            (s.event.as_str(), s.cov, s.rss_mb),
-            ("INITED", None, Some(27))
-        );
-    }
-
-    #[test]
-    fn non_status_lines_are_not_status_lines() {
-        for line in [
-            "INFO: Seed: 1",
-            "###### Recommended dictionary. ######",
-            "#0x62,",
-            "#12",
-            "#12 NEW",
-            "  #0 0x55d5 in __sanitizer_print_stack_trace",
-            "",
-        ] {
-            assert_eq!(parse_status_line(line), None, "{line:?}");
-        }
-    }
-
-    #[test]
-    fn final_stats_win_over_the_last_status_line() {
-        let stats = LogStats::from_text(RUN_LOG);
-        assert_eq!(stats.execs(), 1_044_259);
-        assert_eq!(stats.execs_per_sec(), 174_043);
-        assert_eq!(stats.peak_rss_mb(), Some(28));
-        assert_eq!((stats.cov, stats.ft), (Some(71), Some(272)));
-        assert_eq!(stats.final_stats.new_units_added, Some(120));
-        assert_eq!(stats.last_status.unwrap().event, "DONE");
-    }
-
-    #[test]
-    fn a_killed_run_falls_back_to_its_last_status_line() {
-        let stats = LogStats::from_text(
-            "#100\tNEW    cov: 9 ft: 10 corp: 3/4b exec/s: 50 rss: 30Mb L: 1/1 MS: 1 ChangeBit-\n\
-             #200\tINITED exec/s: 70 rss: 31Mb\n",
-        );
-        assert_eq!(stats.execs(), 200);
-        assert_eq!(stats.execs_per_sec(), 70);
-        assert_eq!(stats.peak_rss_mb(), Some(31));
-        assert_eq!((stats.cov, stats.ft), (Some(9), Some(10)));
-    }
-
-    #[test]
-    fn jobs_are_summed_and_maxed() {
-        let a = LogStats::from_text(RUN_LOG);
-        let b = LogStats::from_text(
-            "#10\tDONE   cov: 80 ft: 200 corp: 5/1Kb exec/s: 1000 rss: 40Mb\n\
-             stat::number_of_executed_units: 10\nstat::average_exec_per_sec: 1000\n",
-        );
-        let totals = combine(&[a, b]);
-        assert_eq!(totals.execs, 1_044_269);
-        assert_eq!(totals.execs_per_sec, 175_043);
-        assert_eq!((totals.cov, totals.ft), (Some(80), Some(272)));
-        assert_eq!(totals.peak_rss_mb, Some(40));
-        assert_eq!(combine(&[]), Totals::default());
-    }
-
-    #[test]
-    fn artifact_names_are_classified() {
-        let sha = "da39a3ee5e6b4b0d3255bfef95601890afd80709";
-        assert_eq!(
-            artifact_kind(&format!("crash-{sha}")),
-            Some(ArtifactKind::Crash)
+            flags_for(FlagsFor::Run, dict).join(" "),
+            "-dict=fuzz/dict/mcp.dict -max_len=65536 -timeout=10 -rss_limit_mb=2048"
         );
         assert_eq!(
-            artifact_kind(&format!("timeout-{sha}")),
-            Some(ArtifactKind::Timeout)
+            flags_for(FlagsFor::Cmin, dict).join(" "),
+            "-max_len=65536 -timeout=10 -rss_limit_mb=2048"
         );
         assert_eq!(
-            artifact_kind(&format!("oom-{sha}")),
-            Some(ArtifactKind::Oom)
+            flags_for(FlagsFor::Tmin, dict).join(" "),
+            "--runs 10000 -- -timeout=10 -rss_limit_mb=2048"
         );
-        assert_eq!(
-            artifact_kind(&format!("leak-{sha}")),
-            Some(ArtifactKind::Leak)
-        );
-        assert_eq!(artifact_kind(&format!("slow-unit-{sha}")), None);
-        assert_eq!(artifact_kind(&format!("minimized-from-{sha}")), None);
-        assert_eq!(artifact_kind("crash-"), None);
-        assert_eq!(artifact_kind("README"), None);
-    }
-
-    #[test]
-    fn merge_output_reports_added_files() {
-        let out = "MERGE-OUTER: 97 files, 0 in the initial corpus, 0 processed earlier\n\
-                   MERGE-OUTER: attempt 1\n\
-                   MERGE-OUTER: the control file has 2231 bytes\n\
-                   MERGE-OUTER: consumed 0Mb (27Mb rss) to parse the control file\n\
-                   MERGE-OUTER: 41 new files with 266 new features added; 71 new coverage edges\n";
-        assert_eq!(parse_merge_added(out), Some(41));
-        assert_eq!(parse_merge_added("MERGE-OUTER: attempt 1\n"), None);
-    }
-
-    #[test]
-    fn panic_summary_names_message_and_location() {
-        let out = "\
-INFO: Running with entropic power schedule (0xFF, 100).
-thread '<unnamed>' panicked at crates/testkit/src/harness.rs:40:9:
-non-protocol stdout on line 1: b\"loading optional extension\\n\"
-note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
-==4242== ERROR: libFuzzer: deadly signal
-SUMMARY: libFuzzer: deadly signal
-";
-        assert_eq!(
-            crash_summary(out).unwrap(),
-            "non-protocol stdout on line 1: b\"loading optional extension\\n\" \
-             (panicked at crates/testkit/src/harness.rs:40:9)"
-        );
-    }
-
-    #[test]
-    fn panic_summary_accepts_thread_ids_and_empty_messages() {
-        let out = "thread '<unnamed>' (4242) panicked at src/lib.rs:1:5:\n\
-                   assertion `left == right` failed\n  left: 1\n right: 2\n";
-        assert_eq!(
-            crash_summary(out).unwrap(),
-            "assertion `left == right` failed (panicked at src/lib.rs:1:5)"
-        );
-        let out = "thread 'main' panicked at src/lib.rs:1:5:\n\
-                   note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
-        assert_eq!(crash_summary(out).unwrap(), "panicked at src/lib.rs:1:5");
-    }
-
-    #[test]
-    fn old_one_line_panics_are_understood() {
-        let out = "thread '<unnamed>' panicked at 'index out of bounds', src/frame.rs:10:5\n";
-        assert_eq!(
-            crash_summary(out).unwrap(),
-            "index out of bounds (panicked at src/frame.rs:10:5)"
-        );
-    }
-
-    #[test]
-    fn timeouts_ooms_and_sanitizer_reports_are_summarised() {
-        let timeout =
-            "==77== ERROR: libFuzzer: timeout after 10 seconds\nSUMMARY: libFuzzer: timeout\n";
-        assert_eq!(
-            crash_summary(timeout).unwrap(),
-            "libFuzzer: timeout after 10 seconds"
-        );
-
-        let oom = "==77== ERROR: libFuzzer: out-of-memory (used: 2100Mb; exceeds: 2048Mb)\n\
-                   SUMMARY: libFuzzer: out-of-memory\n";
-        assert_eq!(
-            crash_summary(oom).unwrap(),
-            "libFuzzer: out-of-memory (used: 2100Mb; exceeds: 2048Mb)"
-        );
-
-        let asan = "==9==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602 at pc 0x55\n\
-                    SUMMARY: AddressSanitizer: heap-buffer-overflow src/lib.rs:3:4 in parse\n";
-        assert_eq!(
-            crash_summary(asan).unwrap(),
-            "AddressSanitizer: heap-buffer-overflow src/lib.rs:3:4 in parse"
-        );
-
-        let overflow =
-            "\nthread '<unnamed>' has overflowed its stack\nfatal runtime error: stack overflow\n";
-        assert_eq!(
-            crash_summary(overflow).unwrap(),
-            "stack overflow: thread '<unnamed>' has overflowed its stack"
-        );
-
-        assert_eq!(crash_summary(RUN_LOG), None);
-    }
-
-    #[test]
-    fn long_summaries_are_cut_on_a_char_boundary() {
-        let out = format!("thread 'x' panicked at a.rs:1:1:\n{}\n", "é".repeat(400));
-        let summary = crash_summary(&out).unwrap();
-        assert_eq!(summary.chars().count(), SUMMARY_MAX_CHARS);
-        assert!(summary.ends_with('…'));
     }
 }

@@ -8,14 +8,19 @@
 //!   plus `<name>.toml` (`summary`, `found`, `source`), replayed by `cargo test`.
 //! - `clusterfuzzlite-check` runs `.clusterfuzzlite/build.sh` locally and
 //!   checks that every target lands in `$OUT`.
+//! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
+//!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
 //! Modules: [`budget`] and [`libfuzzer`] are the pure, unit-tested parsing;
-//! [`process`] runs and bounds child processes; [`nightly`], [`promote`] and
-//! [`cflite`] are the commands; [`report`] and [`sidecar`] are their outputs.
+//! [`process`] runs and bounds child processes; [`nightly`] (build, fuzz,
+//! triage), [`promote`] and [`cflite`] are the commands; [`report`] and
+//! [`sidecar`] are their outputs.
 
-// xtask is a human-facing report tool: progress lines and summaries on stdout
-// are its output, unlike the boundary crates where stdout is the protocol.
-#![allow(clippy::print_stdout)]
+#![expect(
+    clippy::print_stdout,
+    reason = "xtask is a human-facing report tool: progress lines and summaries on stdout \
+              are its output, unlike the boundary crates where stdout is the protocol"
+)]
 
 mod budget;
 mod cflite;
@@ -27,14 +32,12 @@ mod promote;
 mod report;
 mod sidecar;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::project::{Project, Sanitizer};
+use crate::project::Project;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,73 +54,10 @@ struct Cli {
 enum Cmd {
     /// Fuzz every target for a share of a time budget, merge new coverage into
     /// corpus/, minimize crashes into regression candidates, write a report.
-    Nightly {
-        /// Total fuzzing time, split evenly between targets: 90s, 5m, 1h30m.
-        /// Building, merging and minimizing come on top.
-        #[arg(long, default_value = "10m", value_parser = budget::parse_duration)]
-        budget: Duration,
-        /// libFuzzer jobs (and workers) per target.
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
-        jobs: u32,
-        /// Comma-separated fuzz targets (default: all in fuzz/Cargo.toml).
-        #[arg(long, value_delimiter = ',')]
-        targets: Vec<String>,
-        /// Output directory for the report, logs, artifacts and candidates.
-        #[arg(long, default_value = "target/nightly")]
-        out: PathBuf,
-        /// Toolchain used as `cargo +<toolchain> fuzz`.
-        #[arg(long, default_value = "nightly")]
-        toolchain: String,
-        /// `address` needs nightly. `none` also builds on stable and runs
-        /// several times faster, but loses the memcmp interception that
-        /// guides libFuzzer towards compared byte strings.
-        #[arg(long, value_enum, default_value_t = Sanitizer::Address)]
-        sanitizer: Sanitizer,
-        /// libFuzzer -max_len: the largest input it generates.
-        #[arg(long, default_value_t = 65536)]
-        max_len: u64,
-        /// libFuzzer -timeout: seconds one input may take before it is a finding.
-        #[arg(long, default_value_t = 10)]
-        unit_timeout: u64,
-        /// libFuzzer -rss_limit_mb.
-        #[arg(long, default_value_t = 2048)]
-        rss_limit_mb: u64,
-        /// Mutations per minimization step (`cargo fuzz tmin --runs`).
-        #[arg(long, default_value_t = 10_000)]
-        tmin_runs: u64,
-        /// Wall-clock bound for minimizing one crash, in seconds.
-        #[arg(long, default_value_t = 120)]
-        tmin_secs: u64,
-        /// Leave corpus/ untouched (no `-merge=1` of new coverage), e.g. for
-        /// smoke runs in CI.
-        #[arg(long)]
-        no_merge: bool,
-    },
+    Nightly(nightly::Options),
     /// Copy a crash artifact into regressions/<target>/<name>.bin with a
     /// <name>.toml sidecar (summary, found, source).
-    Promote {
-        /// The crashing input (a libFuzzer artifact or a nightly candidate).
-        artifact: PathBuf,
-        /// Fuzz target; defaults to the folder holding the artifact.
-        #[arg(long)]
-        target: Option<String>,
-        /// Regression name; defaults to the artifact's file name.
-        #[arg(long)]
-        name: Option<String>,
-        /// One line: what goes wrong. Defaults to the candidate's sidecar, or
-        /// to the first panic line of running the input.
-        #[arg(long)]
-        summary: Option<String>,
-        /// Where the defect comes from, e.g. the public issue it mirrors.
-        #[arg(long)]
-        source: Option<String>,
-        /// Overwrite an existing regression of the same name.
-        #[arg(long)]
-        force: bool,
-        /// Toolchain whose fuzz build is used to summarize the crash.
-        #[arg(long, default_value = "nightly")]
-        toolchain: String,
-    },
+    Promote(promote::Options),
     /// Run .clusterfuzzlite/build.sh locally (OUT/SRC/WORK in a temp dir) and
     /// check that every fuzz target, its dictionary and seed corpus land in OUT.
     ClusterfuzzliteCheck {
@@ -125,71 +65,26 @@ enum Cmd {
         #[arg(long, default_value = "nightly")]
         toolchain: String,
     },
+    /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
+    /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
+    FuzzFlags {
+        /// The `cargo fuzz` command the flags follow.
+        #[arg(value_enum)]
+        command: libfuzzer::FlagsFor,
+    },
 }
 
 fn run(cli: Cli) -> Result<()> {
     let project = Project::locate();
     match cli.command {
-        Cmd::Nightly {
-            budget,
-            jobs,
-            targets,
-            out,
-            toolchain,
-            sanitizer,
-            max_len,
-            unit_timeout,
-            rss_limit_mb,
-            tmin_runs,
-            tmin_secs,
-            no_merge,
-        } => {
-            if budget.is_zero() {
-                bail!("--budget must be more than 0s");
-            }
-            let out = std::path::absolute(&out)
-                .with_context(|| format!("resolving --out {}", out.display()))?;
-            nightly::run(
-                &project,
-                &nightly::Options {
-                    budget,
-                    jobs,
-                    targets,
-                    out,
-                    toolchain,
-                    sanitizer,
-                    limits: nightly::Limits {
-                        max_len,
-                        unit_timeout,
-                        rss_limit_mb,
-                    },
-                    tmin_runs,
-                    tmin_secs,
-                    merge: !no_merge,
-                },
-            )
-        }
-        Cmd::Promote {
-            artifact,
-            target,
-            name,
-            summary,
-            source,
-            force,
-            toolchain,
-        } => promote::run(
-            &project,
-            &promote::Options {
-                artifact,
-                target,
-                name,
-                summary,
-                source,
-                force,
-                toolchain,
-            },
-        ),
+        Cmd::Nightly(opts) => nightly::run(&project, &opts),
+        Cmd::Promote(opts) => promote::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
+        Cmd::FuzzFlags { command } => {
+            let dict = project.display(&project.dict());
+            println!("{}", libfuzzer::flags_for(command, &dict).join(" "));
+            Ok(())
+        }
     }
 }
 
@@ -207,6 +102,8 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use std::path::PathBuf;
+    use std::time::Duration;
 
     #[test]
     fn cli_is_well_formed() {
@@ -226,20 +123,15 @@ mod tests {
             "chunking,strict_json",
         ])
         .unwrap();
-        let Cmd::Nightly {
-            budget,
-            jobs,
-            targets,
-            out,
-            ..
-        } = cli.command
-        else {
+        let Cmd::Nightly(opts) = cli.command else {
             panic!("not nightly");
         };
-        assert_eq!(budget, Duration::from_secs(300));
-        assert_eq!(jobs, 2);
-        assert_eq!(targets, ["chunking", "strict_json"]);
-        assert_eq!(out, PathBuf::from("target/nightly"));
+        assert_eq!(opts.budget, Duration::from_secs(300));
+        assert_eq!(opts.jobs, 2);
+        assert_eq!(opts.targets, ["chunking", "strict_json"]);
+        assert_eq!(opts.out, PathBuf::from("target/nightly"));
+        assert_eq!(opts.limits, libfuzzer::Limits::DEFAULT);
+        assert!(!opts.no_merge);
         assert!(Cli::try_parse_from(["xtask", "nightly", "--budget", "5 days"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "nightly", "--jobs", "0"]).is_err());
     }

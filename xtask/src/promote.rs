@@ -6,21 +6,38 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::libfuzzer::crash_summary;
-use crate::nightly::{Limits, relative_paths, reproduce};
+use portcullis_testkit::regressions::Sidecar;
+
+use crate::libfuzzer::{Limits, crash_summary};
+use crate::nightly::{relative_paths, reproduce};
 use crate::process::host_triple;
 use crate::project::{Project, Sanitizer};
-use crate::sidecar::{self, Sidecar};
+use crate::sidecar;
 
-#[derive(Debug, Clone)]
+/// Copy a crash artifact into regressions/<target>/<name>.bin with a
+/// <name>.toml sidecar (summary, found, source).
+#[derive(Debug, Clone, clap::Args)]
 pub struct Options {
+    /// The crashing input (a libFuzzer artifact or a nightly candidate).
     pub artifact: PathBuf,
-    /// Taken from the artifact's folder (`.../<target>/<file>`) when absent.
+    /// Fuzz target; defaults to the folder holding the artifact.
+    #[arg(long)]
     pub target: Option<String>,
+    /// Regression name; defaults to the artifact's file name.
+    #[arg(long)]
     pub name: Option<String>,
+    /// One line: what goes wrong. Defaults to the candidate's sidecar, or
+    /// to the first panic line of running the input.
+    #[arg(long)]
     pub summary: Option<String>,
+    /// Where the defect comes from, e.g. the public issue it mirrors.
+    #[arg(long)]
     pub source: Option<String>,
+    /// Overwrite an existing regression of the same name.
+    #[arg(long)]
     pub force: bool,
+    /// Toolchain whose fuzz build is used to summarize the crash.
+    #[arg(long, default_value = "nightly")]
     pub toolchain: String,
 }
 
@@ -82,7 +99,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     // A nightly candidate carries a sidecar: start from it.
     let candidate_sidecar = artifact.with_extension("toml");
     let existing = if candidate_sidecar != *artifact && candidate_sidecar.is_file() {
-        Some(Sidecar::read(&candidate_sidecar)?)
+        Some(sidecar::read(&candidate_sidecar)?)
     } else {
         None
     };
@@ -122,7 +139,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     }
     fs::copy(artifact, &input)
         .with_context(|| format!("copying {} to {}", artifact.display(), input.display()))?;
-    sidecar.write(&sidecar_path)?;
+    sidecar::write(&sidecar, &sidecar_path)?;
 
     println!(
         "promoted {} ({} bytes)",

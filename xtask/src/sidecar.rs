@@ -1,83 +1,46 @@
-//! The TOML sidecar that describes a regression input, and UTC dates for it.
+//! Reading and writing regression sidecars, and UTC dates for them.
 //!
+//! The format is testkit's [`Sidecar`] (the one the replay walkers read):
 //! `regressions/<target>/<name>.toml` holds `summary`, `found` and `source`;
 //! a nightly candidate additionally names its `target`.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+use portcullis_testkit::regressions::Sidecar;
+use time::OffsetDateTime;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sidecar {
-    /// One line: what goes wrong (for a crash, the first panic line).
-    pub summary: String,
-    /// When the defect was found, `YYYY-MM-DD`.
-    pub found: String,
-    /// Where it came from: a public issue it mirrors, or the tool that found it.
-    pub source: String,
-    /// The fuzz target (candidates only; in `regressions/` the folder says it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
+/// The sidecar at `path`.
+pub fn read(path: &Path) -> Result<Sidecar> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading sidecar {}", path.display()))?;
+    Sidecar::from_toml(&text).with_context(|| format!("parsing sidecar {}", path.display()))
 }
 
-impl Sidecar {
-    pub fn to_toml(&self) -> Result<String> {
-        toml::to_string(self).context("serialising a regression sidecar")
-    }
-
-    pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading sidecar {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("parsing sidecar {}", path.display()))
-    }
-
-    pub fn write(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, self.to_toml()?)
-            .with_context(|| format!("writing sidecar {}", path.display()))
-    }
-}
-
-/// Converts days since 1970-01-01 to a proleptic Gregorian (year, month, day)
-/// (Howard Hinnant's `civil_from_days`).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
-    let mp = (5 * doy + 2) / 153; // [0, 11]
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32; // [1, 31]
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32; // [1, 12]
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-fn unix_secs(now: SystemTime) -> i64 {
-    match now.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
-    }
+/// Writes `sidecar` to `path`.
+pub fn write(sidecar: &Sidecar, path: &Path) -> Result<()> {
+    let text = sidecar
+        .to_toml()
+        .context("serialising a regression sidecar")?;
+    std::fs::write(path, text).with_context(|| format!("writing sidecar {}", path.display()))
 }
 
 /// `YYYY-MM-DD` (UTC) for a point in time.
 pub fn iso_date(now: SystemTime) -> String {
-    let (y, m, d) = civil_from_days(unix_secs(now).div_euclid(86_400));
-    format!("{y:04}-{m:02}-{d:02}")
+    let date = OffsetDateTime::from(now).date();
+    format!(
+        "{:04}-{:02}-{:02}",
+        date.year(),
+        u8::from(date.month()),
+        date.day()
+    )
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for a point in time.
 pub fn iso_datetime(now: SystemTime) -> String {
-    let secs = unix_secs(now);
-    let rem = secs.rem_euclid(86_400);
-    format!(
-        "{}T{:02}:{:02}:{:02}Z",
-        iso_date(now),
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let (hour, minute, second) = OffsetDateTime::from(now).to_hms();
+    format!("{}T{hour:02}:{minute:02}:{second:02}Z", iso_date(now))
 }
 
 /// Today's date, UTC.
@@ -88,7 +51,9 @@ pub fn today() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    const DAY: u64 = 86_400;
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)
@@ -96,10 +61,13 @@ mod tests {
 
     #[test]
     fn epoch_and_known_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(iso_date(at(0)), "1970-01-01");
+        assert_eq!(
+            iso_date(UNIX_EPOCH - Duration::from_secs(DAY)),
+            "1969-12-31"
+        );
+        assert_eq!(iso_date(at(11_016 * DAY)), "2000-02-29");
+        assert_eq!(iso_date(at(19_782 * DAY)), "2024-02-29");
         assert_eq!(iso_date(at(1_735_689_599)), "2024-12-31");
         assert_eq!(iso_date(at(1_735_689_600)), "2025-01-01");
     }
@@ -121,9 +89,11 @@ mod tests {
             source: "cargo xtask nightly".to_owned(),
             target: Some("stdout_frames".to_owned()),
         };
-        let text = sidecar.to_toml().unwrap();
+        let file = tempfile::NamedTempFile::new().unwrap();
+        write(&sidecar, file.path()).unwrap();
+        let text = std::fs::read_to_string(file.path()).unwrap();
         assert!(text.contains("found = \"2025-06-18\""), "{text}");
-        assert_eq!(toml::from_str::<Sidecar>(&text).unwrap(), sidecar);
+        assert_eq!(read(file.path()).unwrap(), sidecar);
     }
 
     #[test]
@@ -139,5 +109,16 @@ mod tests {
         let mut keys: Vec<_> = table.keys().map(String::as_str).collect();
         keys.sort_unstable();
         assert_eq!(keys, ["found", "source", "summary"]);
+    }
+
+    #[test]
+    fn a_sidecar_with_an_unknown_key_is_refused() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(
+            file.path(),
+            "summary = \"s\"\nfound = \"2025-01-01\"\nsource = \"x\"\nsumary = \"typo\"\n",
+        )
+        .unwrap();
+        assert!(read(file.path()).is_err());
     }
 }

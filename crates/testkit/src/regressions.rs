@@ -3,10 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-/// A regression sidecar.
-#[derive(Debug, Clone, Deserialize)]
+/// A regression sidecar: the one format that the replay walkers read and
+/// `cargo xtask promote` / `nightly` write. A key it does not know is an
+/// error, so a misspelt field cannot pass unnoticed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sidecar {
     /// What the defect was.
@@ -15,8 +17,22 @@ pub struct Sidecar {
     pub found: String,
     /// Where it comes from (e.g. the public issue it mirrors).
     pub source: String,
-    /// The fuzz target, when recorded.
+    /// The fuzz target, when recorded (nightly candidates name it; in
+    /// `regressions/` the folder says it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+}
+
+impl Sidecar {
+    /// Parses sidecar text.
+    pub fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// Sidecar text: `summary`, `found`, `source` and, when set, `target`.
+    pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
+        toml::to_string(self)
+    }
 }
 
 /// Regression folders replayed outside testkit, because their defect lives
@@ -79,7 +95,7 @@ pub fn discover(root: &Path) -> Vec<Regression> {
                     sidecar_path.display()
                 )
             });
-            let sidecar: Sidecar = toml::from_str(&text)
+            let sidecar = Sidecar::from_toml(&text)
                 .unwrap_or_else(|e| panic!("{}: invalid sidecar: {e}", sidecar_path.display()));
             out.push(Regression {
                 target: name.clone(),

@@ -1,0 +1,379 @@
+//! Fuzzing one target: run libFuzzer for the target's share of the budget
+//! with its corpus and regression seeds, show progress, collect what it
+//! found, and fold new coverage into `corpus/<target>/`.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::Options;
+use super::triage::make_candidate;
+use crate::budget::format_secs;
+use crate::libfuzzer::{self, Limits, LogStats, Totals, artifact_kind, asan_options};
+use crate::process::{Kill, run_streaming};
+use crate::project::{Project, copy_missing, files_in};
+use crate::report::TargetReport;
+
+/// How often to print a status line: about six times per target, within 5–30s.
+fn status_interval(share_secs: u64) -> Duration {
+    Duration::from_secs((share_secs / 6).clamp(5, 30))
+}
+
+/// Lines worth showing as they happen.
+fn is_notable(line: &str) -> bool {
+    line.contains("ERROR: ")
+        || line.contains(" panicked at ")
+        || line.contains("has overflowed its stack")
+        || line.contains("Test unit written to")
+        || line.starts_with("SUMMARY: ")
+}
+
+/// Per-job logs written by libFuzzer's `-jobs` mode into its working directory.
+fn job_logs(log_dir: &Path) -> Result<Vec<LogStats>> {
+    let mut jobs = Vec::new();
+    for file in files_in(log_dir)? {
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        if name.starts_with("fuzz-") && name.ends_with(".log") {
+            let text = fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            jobs.push(LogStats::from_text(&String::from_utf8_lossy(&text)));
+        }
+    }
+    Ok(jobs)
+}
+
+fn condensed_totals(totals: &Totals, jobs: usize) -> String {
+    let mut out = format!("#{}", totals.execs);
+    if let Some(cov) = totals.cov {
+        out.push_str(&format!(" cov: {cov}"));
+    }
+    if let Some(ft) = totals.ft {
+        out.push_str(&format!(" ft: {ft}"));
+    }
+    out.push_str(&format!(" exec/s: {} ({jobs} jobs)", totals.execs_per_sec));
+    out
+}
+
+pub(super) fn fuzz_target(
+    project: &Project,
+    opts: &Options,
+    host: &str,
+    target: &str,
+    share: u64,
+    position: &str,
+) -> Result<TargetReport> {
+    let bin = project.fuzz_binary(opts.sanitizer, host, target);
+    let corpus = project.corpus(target);
+    let work = project.working_corpus(target);
+    fs::create_dir_all(&corpus).with_context(|| format!("creating {}", corpus.display()))?;
+    let corpus_size_before = files_in(&corpus)?.len();
+    copy_missing(&corpus, &work)?;
+
+    // regressions/<target>/ also holds .toml sidecars: seed only the inputs.
+    let seeds = tempfile::Builder::new()
+        .prefix(&format!("portcullis-{target}-seeds-"))
+        .tempdir()?;
+    let mut regression_seeds = 0;
+    for file in files_in(&project.regressions(target))? {
+        if file.extension().is_some_and(|e| e == "bin") {
+            let name = file.file_name().context("regression file name")?;
+            fs::copy(&file, seeds.path().join(name))
+                .with_context(|| format!("copying {}", file.display()))?;
+            regression_seeds += 1;
+        }
+    }
+
+    let artifacts = opts.out.join("artifacts").join(target);
+    fs::create_dir_all(&artifacts)?;
+    let earlier: HashSet<PathBuf> = files_in(&artifacts)?.into_iter().collect();
+    let log_dir = opts.out.join("logs").join(target);
+    if log_dir.exists() {
+        fs::remove_dir_all(&log_dir).with_context(|| format!("clearing {}", log_dir.display()))?;
+    }
+    fs::create_dir_all(&log_dir)?;
+    let log = log_dir.join("fuzz.log");
+
+    let mut cmd = Command::new(&bin);
+    // In -jobs mode libFuzzer writes fuzz-<job>.log into its working directory.
+    cmd.current_dir(&log_dir)
+        .env("ASAN_OPTIONS", asan_options())
+        .arg(&work);
+    if regression_seeds > 0 {
+        cmd.arg(seeds.path());
+    }
+    cmd.arg(format!("-dict={}", project.dict().display()))
+        .arg(format!("-max_total_time={share}"))
+        .arg("-print_final_stats=1")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .arg(format!("-max_len={}", opts.limits.max_len))
+        .args(opts.limits.flags());
+    if opts.jobs > 1 {
+        cmd.arg(format!("-jobs={}", opts.jobs))
+            .arg(format!("-workers={}", opts.jobs));
+    }
+
+    println!(
+        "  {position} {target}: fuzzing for {} ({} corpus inputs, {regression_seeds} regression seeds)",
+        format_secs(share),
+        files_in(&work)?.len(),
+    );
+    let stats = RefCell::new(LogStats::default());
+    let interval = status_interval(share);
+    let mut last_print = Instant::now();
+    let mut panic_message_next = false;
+    let started = Instant::now();
+    let streamed = run_streaming(
+        &mut cmd,
+        &log,
+        Duration::from_secs(share + opts.limits.unit_timeout + 60),
+        Kill::Child,
+        |line| {
+            stats.borrow_mut().feed_line(line);
+            // A panic's message is on the line after its location.
+            if is_notable(line) || panic_message_next {
+                println!("      {target}: {line}");
+            }
+            panic_message_next = line.contains(" panicked at ") && line.ends_with(':');
+        },
+        |elapsed| {
+            if last_print.elapsed() < interval {
+                return;
+            }
+            last_print = Instant::now();
+            let status = if opts.jobs > 1 {
+                job_logs(&log_dir)
+                    .ok()
+                    .filter(|jobs| !jobs.is_empty())
+                    .map(|jobs| condensed_totals(&libfuzzer::combine(&jobs), jobs.len()))
+            } else {
+                stats.borrow().last_status.as_ref().map(|s| s.condensed())
+            };
+            println!(
+                "  {position} {target} {}/{} {}",
+                format_secs(elapsed.as_secs().min(share)),
+                format_secs(share),
+                status.as_deref().unwrap_or("starting…"),
+            );
+        },
+    )?;
+    let duration_secs = started.elapsed().as_secs_f64();
+    let totals = if opts.jobs > 1 {
+        libfuzzer::combine(&job_logs(&log_dir)?)
+    } else {
+        libfuzzer::combine(&[stats.into_inner()])
+    };
+
+    let mut error = None;
+    if streamed.timed_out {
+        error = Some(format!(
+            "libFuzzer was still running {}s past its {share}s budget and was killed",
+            opts.limits.unit_timeout + 60
+        ));
+    }
+
+    // Findings: artifacts that this run wrote.
+    let mut candidates = Vec::new();
+    let found: Vec<PathBuf> = files_in(&artifacts)?
+        .into_iter()
+        .filter(|a| !earlier.contains(a))
+        .filter(|a| {
+            a.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(artifact_kind)
+                .is_some()
+        })
+        .collect();
+    if !found.is_empty() {
+        let fuzz_log = String::from_utf8_lossy(&fs::read(&log)?).into_owned();
+        let mut seen: Vec<Vec<u8>> = Vec::new();
+        for artifact in &found {
+            let candidate = make_candidate(project, opts, host, target, &bin, artifact, &fuzz_log)?;
+            // Parallel jobs often hit the same defect: keep one per minimized input.
+            let bytes = fs::read(project.root.join(&candidate.path))?;
+            if seen.contains(&bytes) {
+                println!(
+                    "      {target}: {} minimizes to an input already reported; dropped",
+                    candidate.artifact
+                );
+                for file in [&candidate.path, &candidate.sidecar] {
+                    let _ = fs::remove_file(project.root.join(file));
+                }
+                continue;
+            }
+            seen.push(bytes);
+            candidates.push(candidate);
+        }
+    } else if !streamed.status.success() && error.is_none() {
+        error = Some(format!(
+            "libFuzzer exited with {} without writing an artifact",
+            streamed.status
+        ));
+    }
+
+    // Fold new coverage into the checked-in corpus.
+    let merge_log = log_dir.join("merge.log");
+    let added = if opts.no_merge {
+        None
+    } else {
+        match merge_corpus(opts.limits, &bin, &corpus, &work, &log_dir, &merge_log) {
+            Ok(added) => added,
+            Err(e) => {
+                error.get_or_insert(format!("{e:#}"));
+                None
+            }
+        }
+    };
+    let corpus_size_after = files_in(&corpus)?.len();
+    let working_corpus_size = files_in(&work)?.len();
+
+    let status = if !candidates.is_empty() {
+        "crashed"
+    } else if error.is_some() {
+        "error"
+    } else {
+        "ok"
+    };
+    println!(
+        "  {position} {target}: {status} after {duration_secs:.0}s: {} execs ({} exec/s), cov {} ft {}, corpus/{target} {corpus_size_before} -> {corpus_size_after}{}, {} crash(es)",
+        totals.execs,
+        totals.execs_per_sec,
+        totals.cov.map_or_else(|| "-".to_owned(), |c| c.to_string()),
+        totals.ft.map_or_else(|| "-".to_owned(), |f| f.to_string()),
+        added.map_or_else(String::new, |n| format!(" (+{n} from the merge)")),
+        candidates.len(),
+    );
+    if let Some(e) = &error {
+        println!("      {target}: error: {e}");
+    }
+
+    Ok(TargetReport {
+        target: target.to_owned(),
+        status: status.to_owned(),
+        error,
+        budget_secs: share,
+        duration_secs,
+        execs: totals.execs,
+        execs_per_sec: totals.execs_per_sec,
+        coverage: totals.cov,
+        features: totals.ft,
+        peak_rss_mb: totals.peak_rss_mb,
+        corpus_size_before,
+        corpus_size_after,
+        working_corpus_size,
+        regression_seeds,
+        crashes: candidates.len(),
+        candidates,
+        log: project.display(&log),
+    })
+}
+
+pub(super) fn error_report(
+    project: &Project,
+    opts: &Options,
+    target: &str,
+    share: u64,
+    error: &anyhow::Error,
+) -> TargetReport {
+    let corpus_size = files_in(&project.corpus(target)).map_or(0, |f| f.len());
+    TargetReport {
+        target: target.to_owned(),
+        status: "error".to_owned(),
+        error: Some(format!("{error:#}")),
+        budget_secs: share,
+        duration_secs: 0.0,
+        execs: 0,
+        execs_per_sec: 0,
+        coverage: None,
+        features: None,
+        peak_rss_mb: None,
+        corpus_size_before: corpus_size,
+        corpus_size_after: corpus_size,
+        working_corpus_size: files_in(&project.working_corpus(target)).map_or(0, |f| f.len()),
+        regression_seeds: 0,
+        crashes: 0,
+        candidates: Vec::new(),
+        log: project.display(&opts.out.join("logs").join(target).join("fuzz.log")),
+    }
+}
+
+/// `-merge=1` of the working corpus into the checked-in one: inputs that add
+/// coverage are copied in under their SHA-1, existing files stay.
+fn merge_corpus(
+    limits: Limits,
+    bin: &Path,
+    corpus: &Path,
+    work: &Path,
+    log_dir: &Path,
+    merge_log: &Path,
+) -> Result<Option<u64>> {
+    let mut cmd = Command::new(bin);
+    cmd.current_dir(log_dir)
+        .env("ASAN_OPTIONS", asan_options())
+        .arg("-merge=1")
+        .arg(format!(
+            "-merge_control_file={}",
+            log_dir.join("merge.control").display()
+        ))
+        .arg(format!("-artifact_prefix={}/", log_dir.display()))
+        .arg(format!("-max_len={}", limits.max_len))
+        .args(limits.flags())
+        .arg(corpus)
+        .arg(work);
+    let output = RefCell::new(String::new());
+    let streamed = run_streaming(
+        &mut cmd,
+        merge_log,
+        Duration::from_secs(30 * 60),
+        Kill::Child,
+        |line| {
+            if line.starts_with("MERGE-OUTER: ") {
+                let mut out = output.borrow_mut();
+                out.push_str(line);
+                out.push('\n');
+            }
+        },
+        |_| {},
+    )?;
+    if streamed.timed_out || !streamed.status.success() {
+        bail!(
+            "merging into {} failed ({}); see {}",
+            corpus.display(),
+            if streamed.timed_out {
+                "timed out".to_owned()
+            } else {
+                streamed.status.to_string()
+            },
+            merge_log.display()
+        );
+    }
+    Ok(libfuzzer::parse_merge_added(&output.into_inner()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_interval_scales_with_the_share() {
+        assert_eq!(status_interval(12), Duration::from_secs(5));
+        assert_eq!(status_interval(60), Duration::from_secs(10));
+        assert_eq!(status_interval(3600), Duration::from_secs(30));
+    }
+
+    #[test]
+    fn crash_lines_are_notable_and_progress_is_not() {
+        assert!(is_notable("==1== ERROR: libFuzzer: deadly signal"));
+        assert!(is_notable("thread '<unnamed>' panicked at src/lib.rs:1:1:"));
+        assert!(is_notable(
+            "artifact_prefix='a/'; Test unit written to a/crash-1"
+        ));
+        assert!(!is_notable(
+            "#3\tNEW    cov: 5 ft: 6 corp: 2/3b exec/s: 0 rss: 27Mb"
+        ));
+        assert!(!is_notable("INFO: Seed: 1"));
+    }
+}
