@@ -6,7 +6,7 @@
 //! anything that is not UTF-8; [`strict_json`] parses exactly one JSON value
 //! per frame under an I-JSON profile (no duplicate keys, bounded depth, exact
 //! integers); [`rpc`] classifies the value as a JSON-RPC request,
-//! notification or response. Every failure is a [`Rejection`] that names its
+//! notification or response (its typed [`id`] read as the envelope is). Every failure is a [`Rejection`] that names its
 //! [`Stage`], carries the JSON-RPC error code it maps to and a fingerprint of
 //! the frame, never the frame itself.
 //!
