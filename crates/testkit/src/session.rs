@@ -38,6 +38,14 @@ fn checked(
     if let Err(violation) = check_transcript(&report.stdout) {
         panic!("{violation}\n(session input: {} bytes)", input.len());
     }
+    // No request is answered twice: every id appears in at most one
+    // response (result or error) on stdout.
+    if let Some(twice) = id_answered_twice(&report.stdout) {
+        panic!(
+            "id {twice} is answered twice on stdout\n(session input: {} bytes)",
+            input.len()
+        );
+    }
     // Every recorded action is a faithful expansion of its tool's template.
     if let Err(why) = crate::faithful::check_report(policy, input, &report) {
         panic!("{why}");
@@ -96,4 +104,24 @@ pub fn run_session_official(policy: &BoundPolicy, input: &[u8]) -> SessionReport
             .unwrap_or_else(|e| panic!("official schema: {e}"));
     }
     report
+}
+
+/// The first id that two responses on `stdout` carry, read with a plain
+/// lenient parse (independent of the gateway's id handling).
+fn id_answered_twice(stdout: &[u8]) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    for line in stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let Ok(serde_json::Value::Object(message)) = serde_json::from_slice(line) else {
+            continue;
+        };
+        if message.contains_key("method") {
+            continue;
+        }
+        if let Some(id) = message.get("id")
+            && !seen.insert(id.to_string())
+        {
+            return Some(id.to_string());
+        }
+    }
+    None
 }

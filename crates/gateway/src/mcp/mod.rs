@@ -83,6 +83,17 @@ impl SessionState {
     pub fn revision(&self) -> Option<Revision> {
         self.revision
     }
+
+    /// Whether an error may echo `id`: only an id never used in this
+    /// session, which is then used up. Echoing an id the client already
+    /// used would pair the error with its earlier request, and echoing an
+    /// id twice would answer one request twice.
+    pub fn claim_id_for_error(&mut self, id: &Id) -> bool {
+        if matches!(id, Id::Str(s) if s.len() > self.max_id_bytes) {
+            return false;
+        }
+        matches!(self.seen_ids.remember(id), Remember::Fresh)
+    }
 }
 
 /// An admitted message, typed.

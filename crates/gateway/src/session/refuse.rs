@@ -4,7 +4,8 @@
 //! (2025-11-25 and later) and only under `close` (so keep-open can never
 //! start an error storm with a peer that answers garbage with garbage);
 //! otherwise nothing is written. A reused id is never echoed (the client
-//! would pair the error with its earlier request). Notifications are never
+//! would pair the error with its earlier request), and an id echoed once is
+//! used up, so no request is ever answered twice. Notifications are never
 //! answered. A well-formed call refused by the schema or authorization is
 //! answered as a tool error and ends the session only under
 //! `on_denied = "close"`. Every refusal leaves as [`Effect::Rejected`].
@@ -64,7 +65,14 @@ impl Core {
                 .mcp
                 .revision()
                 .is_some_and(Revision::allows_error_without_id);
-        if rejection.id.is_some() || may_omit_id {
+        // A readable id is echoed only once per session (see
+        // `SessionState::claim_id_for_error`); otherwise the error is
+        // written as if no id could be read.
+        let echoed = rejection
+            .id
+            .clone()
+            .filter(|id| rejection.stage == Stage::Mcp || self.mcp.claim_id_for_error(id));
+        if echoed.is_some() || may_omit_id {
             let data = data.unwrap_or_else(|| {
                 json!({ "stage": rejection.stage.as_str(), "fingerprint": rejection.fingerprint.to_hex() })
             });
@@ -73,8 +81,7 @@ impl Core {
                 message: rejection.reason.clone(),
                 data: Some(data),
             };
-            let id = rejection.id.clone();
-            self.write(Outbound::Error { id, error }, effects);
+            self.write(Outbound::Error { id: echoed, error }, effects);
         }
         if close {
             let reason = CloseReason {
