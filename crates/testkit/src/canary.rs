@@ -75,13 +75,18 @@ pub fn find_leak<'a>(
     places: &[(&str, &[u8])],
     sources: &[&[u8]],
 ) -> Option<(String, String)> {
-    let decoded: Vec<Vec<u8>> = sources
-        .iter()
-        .flat_map(|s| s.split(|&b| b == b'\n'))
-        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
-        .filter_map(|v| serde_json::to_vec(&v).ok())
-        .collect();
+    // The sources' JSON round trip is costly and only needed to excuse a
+    // form actually found in a place, so it is built on first use.
+    let decoded: std::cell::OnceCell<Vec<Vec<u8>>> = std::cell::OnceCell::new();
     let supplied = |form: &[u8]| {
+        let decoded = decoded.get_or_init(|| {
+            sources
+                .iter()
+                .flat_map(|s| s.split(|&b| b == b'\n'))
+                .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+                .filter_map(|v| serde_json::to_vec(&v).ok())
+                .collect()
+        });
         sources
             .iter()
             .copied()
@@ -93,10 +98,10 @@ pub fn find_leak<'a>(
             continue;
         }
         for form in forms(secret) {
-            if supplied(form.as_bytes()) {
+            let Some((place, _)) = places.iter().find(|(_, p)| contains(p, form.as_bytes())) else {
                 continue;
-            }
-            if let Some((place, _)) = places.iter().find(|(_, p)| contains(p, form.as_bytes())) {
+            };
+            if !supplied(form.as_bytes()) {
                 return Some(((*place).to_owned(), form));
             }
         }
@@ -116,9 +121,7 @@ pub fn assert_no_leak<'a>(
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty()
-        && haystack.len() >= needle.len()
-        && haystack.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(haystack, needle).is_some()
 }
 
 #[cfg(test)]
