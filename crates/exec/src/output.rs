@@ -87,13 +87,23 @@ pub(crate) fn read_capped<R: Read>(
 /// character at the very end (cut by the cap) is dropped rather than
 /// making the whole output "binary".
 pub(crate) fn text_of(bytes: &[u8], truncated: bool) -> String {
+    match shown_text(bytes, truncated) {
+        Some(text) => text.to_owned(),
+        None => format!("<{} bytes of binary content>", bytes.len()),
+    }
+}
+
+/// The part of `bytes` shown as text: all of it when it is UTF-8; when
+/// `truncated`, up to an incomplete character at the very end; `None` when
+/// it is binary.
+pub(crate) fn shown_text(bytes: &[u8], truncated: bool) -> Option<&str> {
     match std::str::from_utf8(bytes) {
-        Ok(text) => text.to_owned(),
+        Ok(text) => Some(text),
+        // Only the tail is an incomplete sequence; the prefix is valid.
         Err(err) if truncated && err.error_len().is_none() => {
-            // Only the tail is an incomplete sequence; the prefix is valid.
-            String::from_utf8_lossy(&bytes[..err.valid_up_to()]).into_owned()
+            std::str::from_utf8(&bytes[..err.valid_up_to()]).ok()
         }
-        Err(_) => format!("<{} bytes of binary content>", bytes.len()),
+        Err(_) => None,
     }
 }
 

@@ -85,7 +85,7 @@ use thiserror::Error;
 use self::clients::{Children, kill_group};
 use self::collect::{collect, render};
 use self::identity::Identity;
-use crate::output::Capped;
+use crate::output::{Capped, shown_text};
 use crate::scrub::Scrubber;
 
 pub use self::argv::{NO_KNOWN_HOSTS, quote_remote_argv, ssh_args};
@@ -301,16 +301,8 @@ impl SshExecutor {
 /// outcome's scrub (which runs after rendering) cannot see it as a cut: the
 /// stream is scrubbed on its own with the cut rule first.
 fn scrub_cut_stream(scrubber: &Scrubber, mut captured: Capped) -> Capped {
-    // Up to a trailing incomplete UTF-8 sequence; other invalid bytes make
-    // the stream render as binary, with nothing of it shown.
-    let valid = match std::str::from_utf8(&captured.bytes) {
-        Ok(text) => Some(text.len()),
-        Err(err) if err.error_len().is_none() => Some(err.valid_up_to()),
-        Err(_) => None,
-    };
     if captured.truncated
-        && let Some(end) = valid
-        && let Ok(text) = std::str::from_utf8(&captured.bytes[..end])
+        && let Some(text) = shown_text(&captured.bytes, true)
     {
         captured.bytes = scrubber.scrub_cut(text).into_bytes();
     }

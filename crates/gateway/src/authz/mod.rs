@@ -128,10 +128,7 @@ fn make(tool: &ToolSpec, target: ActionTarget, credential: Option<Secret>) -> Au
 /// parsers drop tab, LF and CR, and remote shells split on them, so such a
 /// value would not arrive as written.
 fn expand(t: &Template, call: &CheckedCall<'_>, component: Component) -> Result<String, Denial> {
-    let text = t.expand(call.arguments()).map_err(|e| match e {
-        ExpandError::Missing(name) => Denial::ArgumentMissing(name),
-        ExpandError::NotScalar(name) => Denial::ArgumentNotScalar(name),
-    })?;
+    let text = t.expand(call.arguments())?;
     if t.literal().is_none() {
         if text.is_empty() {
             return Err(Denial::Empty(component));
@@ -144,13 +141,18 @@ fn expand(t: &Template, call: &CheckedCall<'_>, component: Component) -> Result<
 }
 
 fn escaped(t: &Template, call: &CheckedCall<'_>) -> Result<String, Denial> {
-    t.expand_escaped(call.arguments(), |text, out| {
+    Ok(t.expand_escaped(call.arguments(), |text, out| {
         out.extend(utf8_percent_encode(text, COMPONENT));
-    })
-    .map_err(|e| match e {
-        ExpandError::Missing(name) => Denial::ArgumentMissing(name),
-        ExpandError::NotScalar(name) => Denial::ArgumentNotScalar(name),
-    })
+    })?)
+}
+
+impl From<ExpandError> for Denial {
+    fn from(e: ExpandError) -> Self {
+        match e {
+            ExpandError::Missing(name) => Denial::ArgumentMissing(name),
+            ExpandError::NotScalar(name) => Denial::ArgumentNotScalar(name),
+        }
+    }
 }
 
 /// The longest URL the HTTP executor's request line accepts (the `http`
