@@ -84,12 +84,20 @@ impl SessionState {
         self.revision
     }
 
+    /// The length of a string id longer than `max_id_bytes`.
+    fn overlong(&self, id: &Id) -> Option<usize> {
+        match id {
+            Id::Str(s) if s.len() > self.max_id_bytes => Some(s.len()),
+            _ => None,
+        }
+    }
+
     /// Whether an error may echo `id`: only an id never used in this
     /// session, which is then used up. Echoing an id the client already
     /// used would pair the error with its earlier request, and echoing an
     /// id twice would answer one request twice.
     pub fn claim_id_for_error(&mut self, id: &Id) -> bool {
-        if matches!(id, Id::Str(s) if s.len() > self.max_id_bytes) {
+        if self.overlong(id).is_some() {
             return false;
         }
         matches!(self.seen_ids.remember(id), Remember::Fresh)
@@ -199,12 +207,9 @@ fn request(
     method: &str,
     params: Option<Map<String, Value>>,
 ) -> Result<McpRequest, Refusal> {
-    if let Id::Str(s) = &id
-        && s.len() > state.max_id_bytes
-    {
+    if let Some(len) = state.overlong(&id) {
         let message = format!(
-            "request id too long: {} bytes, at most {} (server.max_id_bytes)",
-            s.len(),
+            "request id too long: {len} bytes, at most {} (server.max_id_bytes)",
             state.max_id_bytes
         );
         return Err(Refusal::new(INVALID_REQUEST, message).with_id(id));
