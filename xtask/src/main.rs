@@ -8,6 +8,9 @@
 //!   plus `<name>.toml` (`summary`, `found`, `source`), replayed by `cargo test`.
 //! - `clusterfuzzlite-check` runs `.clusterfuzzlite/build.sh` locally and
 //!   checks that every target lands in `$OUT`.
+//! - `coverage` measures line and region coverage of wire, gateway and exec
+//!   by `cargo test` and by replaying each fuzz target's corpus, and writes
+//!   `target/nightly/coverage.{md,json}` with the uncovered lines.
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
@@ -24,6 +27,7 @@
 
 mod budget;
 mod cflite;
+mod coverage;
 mod libfuzzer;
 mod nightly;
 mod process;
@@ -65,6 +69,10 @@ enum Cmd {
         #[arg(long, default_value = "nightly")]
         toolchain: String,
     },
+    /// Line and region coverage of crates/{wire,gateway,exec} by `cargo test`
+    /// and by replaying each fuzz target's corpus (cargo-llvm-cov), with the
+    /// uncovered lines: target/nightly/coverage.{md,json}.
+    Coverage(coverage::Options),
     /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
     /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
     FuzzFlags {
@@ -79,6 +87,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Cmd::Nightly(opts) => nightly::run(&project, &opts),
         Cmd::Promote(opts) => promote::run(&project, &opts),
+        Cmd::Coverage(opts) => coverage::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
