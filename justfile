@@ -72,6 +72,10 @@ coverage TARGET:
         -format=html -output-dir="target/coverage/{{TARGET}}"
     echo "HTML report: target/coverage/{{TARGET}}/index.html"
 
+# Line and region coverage of wire/gateway/exec by `cargo test` and by each target's corpus (target/nightly/coverage.md).
+coverage-all *FLAGS:
+    cargo xtask coverage "$@"
+
 # Real MCP clients (Python SDK, TypeScript SDK v1/v2, Inspector CLI, rmcp) against the gateway; CHECKS default to all.
 interop *CHECKS:
     interop/run "$@"

@@ -45,6 +45,11 @@ pub struct Options {
     /// Skip the corpus replay measurements.
     #[arg(long)]
     pub no_corpus: bool,
+    /// Keep the instrumented build of the workspace's own crates from the
+    /// last run (faster while iterating; by default it is rebuilt, so that
+    /// the binary of a removed test cannot linger in the report).
+    #[arg(long)]
+    pub no_clean: bool,
 }
 
 /// The replay driver (`crates/testkit/examples/replay_corpus.rs`).
@@ -122,8 +127,6 @@ impl Runner<'_> {
 
     fn tests(&self) -> Result<Measurement> {
         let started = Instant::now();
-        // Default cleaning: the workspace's own artifacts and old profiles go,
-        // so a removed test cannot leave a stale binary in the report.
         let args = [
             "--no-report",
             "--workspace",
@@ -149,7 +152,6 @@ impl Runner<'_> {
         let args = [
             "run",
             "--no-report",
-            "--no-clean",
             "-p",
             "portcullis-testkit",
             "--example",
@@ -157,14 +159,16 @@ impl Runner<'_> {
             "--",
             target,
         ];
-        let ok = self.run(&args)?;
+        if !self.run(&args)? {
+            bail!("replaying the corpus of {target} failed (see above)");
+        }
         let id = format!("corpus:{target}");
         let files = self.export(&id)?;
         Ok(Measurement {
             id,
             name: format!("corpus replay: {target}"),
             command: format!("cargo llvm-cov {}", args.join(" ")),
-            ok,
+            ok: true,
             secs: started.elapsed().as_secs_f64(),
             files,
         })
@@ -225,6 +229,11 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         scope: scope::counted_files(&project.root)?,
         tools,
     };
+    if opts.no_clean {
+        runner.clean_profiles()?;
+    } else if !runner.run(&["clean", "--workspace"])? {
+        bail!("`cargo llvm-cov clean --workspace` failed");
+    }
     let mut measurements = Vec::new();
     if !opts.no_tests {
         measurements.push(runner.tests()?);
