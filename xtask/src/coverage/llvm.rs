@@ -86,7 +86,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 fn tool_major(tool: &Path) -> Option<u32> {
-    let (status, text) = capture(&mut Command::new(tool).arg("--version")).ok()?;
+    let (status, text) = capture(Command::new(tool).arg("--version")).ok()?;
     status.success().then(|| major_version(&text)).flatten()
 }
 
