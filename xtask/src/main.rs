@@ -8,12 +8,15 @@
 //!   plus `<name>.toml` (`summary`, `found`, `source`), replayed by `cargo test`.
 //! - `clusterfuzzlite-check` runs `.clusterfuzzlite/build.sh` locally and
 //!   checks that every target lands in `$OUT`.
+//! - `mutants` runs cargo-mutants over `crates/wire` and `crates/gateway`
+//!   (whole, one shard, or only a pull request's diff) and writes
+//!   `target/nightly/mutants.{md,json}`; it exits nonzero on any survivor.
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
 //! Modules: [`budget`] and [`libfuzzer`] are the pure, unit-tested parsing;
 //! [`process`] runs and bounds child processes; [`nightly`] (build, fuzz,
-//! triage), [`promote`] and [`cflite`] are the commands; [`report`] and
+//! triage), [`mutants`], [`promote`] and [`cflite`] are the commands; [`report`] and
 //! [`sidecar`] are their outputs.
 
 #![expect(
@@ -25,6 +28,7 @@
 mod budget;
 mod cflite;
 mod libfuzzer;
+mod mutants;
 mod nightly;
 mod process;
 mod project;
@@ -65,6 +69,9 @@ enum Cmd {
         #[arg(long, default_value = "nightly")]
         toolchain: String,
     },
+    /// Mutation-test crates/wire and crates/gateway with cargo-mutants (installed
+    /// if missing); write target/nightly/mutants.{md,json}; fail on survivors.
+    Mutants(mutants::Options),
     /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
     /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
     FuzzFlags {
@@ -79,6 +86,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Cmd::Nightly(opts) => nightly::run(&project, &opts),
         Cmd::Promote(opts) => promote::run(&project, &opts),
+        Cmd::Mutants(opts) => mutants::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
