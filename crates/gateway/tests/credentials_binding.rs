@@ -88,7 +88,10 @@ fn every_credential_gets_its_own_entry() {
     let store = SecretStore::from_environment(&policy_with(BTreeMap::from([
         ("a".to_owned(), CredentialSource::File(file)),
         ("b".to_owned(), CredentialSource::Env("PATH".into())),
-        ("c".to_owned(), CredentialSource::Env("PORTCULLIS_TEST_TOKEN_UNSET".into())),
+        (
+            "c".to_owned(),
+            CredentialSource::Env("PORTCULLIS_TEST_TOKEN_UNSET".into()),
+        ),
     ])));
     assert_eq!(store.get("a").map(Secret::expose), Some("k"));
     assert!(store.get("b").is_some());
@@ -99,8 +102,14 @@ fn every_credential_gets_its_own_entry() {
 #[test]
 fn stand_ins_bind_every_credential_to_a_placeholder_value() {
     let policy = policy_with(BTreeMap::from([
-        ("a".to_owned(), CredentialSource::Env("PORTCULLIS_TEST_TOKEN_UNSET".into())),
-        ("b".to_owned(), CredentialSource::File("/nonexistent".into())),
+        (
+            "a".to_owned(),
+            CredentialSource::Env("PORTCULLIS_TEST_TOKEN_UNSET".into()),
+        ),
+        (
+            "b".to_owned(),
+            CredentialSource::File("/nonexistent".into()),
+        ),
     ]));
     let store = SecretStore::stand_ins(&policy);
     assert_eq!(store.get("a").map(Secret::expose), Some("stand-in:a"));
@@ -114,6 +123,9 @@ fn an_inserted_secret_is_found_by_name_and_never_debug_printed() {
     store.insert("tok", Secret::new("hunter2"));
     assert_eq!(store.get("tok").map(Secret::expose), Some("hunter2"));
     assert!(store.get("other").is_none());
-    assert_eq!(format!("{:?}", Secret::new("hunter2")), "Secret(<redacted>)");
+    assert_eq!(
+        format!("{:?}", Secret::new("hunter2")),
+        "Secret(<redacted>)"
+    );
     assert!(!format!("{store:?}").contains("hunter2"));
 }

@@ -14,5 +14,8 @@ fn a_string_id_displays_quoted_and_escaped() {
 #[test]
 fn an_integer_id_displays_bare() {
     assert_eq!(Id::Int(7).to_string(), "7");
-    assert_eq!(Id::Int(-9_007_199_254_740_991).to_string(), "-9007199254740991");
+    assert_eq!(
+        Id::Int(-9_007_199_254_740_991).to_string(),
+        "-9007199254740991"
+    );
 }

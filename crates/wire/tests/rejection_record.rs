@@ -88,8 +88,8 @@ fn a_rejection_displays_its_stage_code_and_reason() {
 #[test]
 fn a_rejection_carries_the_id_it_is_given() {
     use portcullis_wire::Id;
-    let rejection = Rejection::new(Stage::Rpc, codes::INVALID_REQUEST, "r", b"{}")
-        .with_id(Some(Id::Int(7)));
+    let rejection =
+        Rejection::new(Stage::Rpc, codes::INVALID_REQUEST, "r", b"{}").with_id(Some(Id::Int(7)));
     assert_eq!(rejection.id, Some(Id::Int(7)));
     assert_eq!(rejection.with_id(None).id, None);
 }
@@ -110,7 +110,19 @@ fn default_limits_are_four_mebibytes_and_depth_sixty_four() {
     use portcullis_wire::Limits;
     assert_eq!(DEFAULT_MAX_FRAME_BYTES, 4_194_304);
     let limits = Limits::default();
-    assert_eq!((limits.max_frame_bytes, limits.effective_depth()), (4_194_304, 64));
-    let clamp = |max_depth| Limits { max_depth, ..limits }.effective_depth();
-    assert_eq!((clamp(0), clamp(1), clamp(127), clamp(1000)), (1, 1, 127, 127));
+    assert_eq!(
+        (limits.max_frame_bytes, limits.effective_depth()),
+        (4_194_304, 64)
+    );
+    let clamp = |max_depth| {
+        Limits {
+            max_depth,
+            ..limits
+        }
+        .effective_depth()
+    };
+    assert_eq!(
+        (clamp(0), clamp(1), clamp(127), clamp(1000)),
+        (1, 1, 127, 127)
+    );
 }

@@ -21,15 +21,31 @@ fn refused(text: &str) -> Rejection {
 #[test]
 fn each_kind_has_its_stable_name_and_id() {
     let cases = [
-        (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request", Some(Id::Int(1))),
-        (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, "notification", None),
-        (r#"{"jsonrpc":"2.0","id":"r","result":{}}"#, "response", Some(Id::Str("r".into()))),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            "request",
+            Some(Id::Int(1)),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "notification",
+            None,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"r","result":{}}"#,
+            "response",
+            Some(Id::Str("r".into())),
+        ),
         (
             r#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"}}"#,
             "error",
             Some(Id::Int(2)),
         ),
-        (r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"m"}}"#, "error", None),
+        (
+            r#"{"jsonrpc":"2.0","error":{"code":-1,"message":"m"}}"#,
+            "error",
+            None,
+        ),
     ];
     for (text, kind, id) in cases {
         let message = parse(text).unwrap();
@@ -55,8 +71,8 @@ fn an_error_response_keeps_its_code_message_and_data() {
 
 #[test]
 fn a_request_keeps_its_method_and_params() {
-    let message = parse(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"x":1}}"#)
-        .unwrap();
+    let message =
+        parse(r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"x":1}}"#).unwrap();
     let RpcMessage::Request { id, method, params } = message else {
         panic!("not a request: {message:?}");
     };
@@ -70,7 +86,10 @@ fn the_version_must_be_the_string_2_0() {
     for version in [r#""2.0 ""#, r#""2""#, "2.0", "null", r#""""#] {
         let text = format!(r#"{{"jsonrpc":{version},"id":1,"method":"ping"}}"#);
         let rejection = refused(&text);
-        assert_eq!(rejection.reason, "\"jsonrpc\" must be exactly \"2.0\"", "{text}");
+        assert_eq!(
+            rejection.reason, "\"jsonrpc\" must be exactly \"2.0\"",
+            "{text}"
+        );
         assert_eq!(rejection.id, Some(Id::Int(1)), "{text}");
     }
     let rejection = refused(r#"{"id":1,"method":"ping"}"#);
@@ -93,18 +112,54 @@ fn a_method_never_comes_with_a_result_or_an_error() {
 #[test]
 fn reasons_name_the_json_type_that_was_sent() {
     let cases = [
-        (r#"{"jsonrpc":"2.0","id":1,"method":true}"#, "\"method\" must be a string, not a boolean"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":1}"#, "\"method\" must be a string, not a number"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":1.5}"#, "\"method\" must be a string, not a number"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":null}"#, "\"method\" must be a string, not null"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":[]}"#, "\"method\" must be a string, not an array"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":{}}"#, "\"method\" must be a string, not an object"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#, "\"params\" must be an object, not null"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":false}"#, "\"params\" must be an object, not a boolean"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":2}"#, "\"params\" must be an object, not a number"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"p"}"#, "\"params\" must be an object, not a string"),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#, "\"params\" must be an object, not an array"),
-        (r#"{"jsonrpc":"2.0","id":1,"error":[]}"#, "\"error\" must be an object, not an array"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":true}"#,
+            "\"method\" must be a string, not a boolean",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":1}"#,
+            "\"method\" must be a string, not a number",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":1.5}"#,
+            "\"method\" must be a string, not a number",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":null}"#,
+            "\"method\" must be a string, not null",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":[]}"#,
+            "\"method\" must be a string, not an array",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":{}}"#,
+            "\"method\" must be a string, not an object",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            "\"params\" must be an object, not null",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":false}"#,
+            "\"params\" must be an object, not a boolean",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":2}"#,
+            "\"params\" must be an object, not a number",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"p"}"#,
+            "\"params\" must be an object, not a string",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#,
+            "\"params\" must be an object, not an array",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":[]}"#,
+            "\"error\" must be an object, not an array",
+        ),
     ];
     for (text, reason) in cases {
         let rejection = refused(text);
@@ -156,8 +211,14 @@ fn an_id_that_is_not_a_string_or_integer_is_named_and_not_echoed() {
 #[test]
 fn integer_ids_of_either_sign_are_read_exactly() {
     for (text, id) in [
-        (r#"{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}"#, 9_007_199_254_740_991),
-        (r#"{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}"#, -9_007_199_254_740_991),
+        (
+            r#"{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}"#,
+            9_007_199_254_740_991,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}"#,
+            -9_007_199_254_740_991,
+        ),
         (r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#, 0),
     ] {
         assert_eq!(parse(text).unwrap().id(), Some(&Id::Int(id)), "{text}");
@@ -167,12 +228,24 @@ fn integer_ids_of_either_sign_are_read_exactly() {
 #[test]
 fn error_objects_need_an_integer_code_a_string_message_and_nothing_else() {
     let cases = [
-        (r#"{"code":1.5,"message":"m"}"#, "\"error.code\" must be an integer"),
-        (r#"{"code":"1","message":"m"}"#, "\"error.code\" must be an integer"),
+        (
+            r#"{"code":1.5,"message":"m"}"#,
+            "\"error.code\" must be an integer",
+        ),
+        (
+            r#"{"code":"1","message":"m"}"#,
+            "\"error.code\" must be an integer",
+        ),
         (r#"{"message":"m"}"#, "\"error\" lacks \"code\""),
-        (r#"{"code":1,"message":1}"#, "\"error.message\" must be a string"),
+        (
+            r#"{"code":1,"message":1}"#,
+            "\"error.message\" must be a string",
+        ),
         (r#"{"code":1}"#, "\"error\" lacks \"message\""),
-        (r#"{"code":1,"message":"m","extra":0}"#, "unknown member \"extra\" in \"error\""),
+        (
+            r#"{"code":1,"message":"m","extra":0}"#,
+            "unknown member \"extra\" in \"error\"",
+        ),
     ];
     for (error, reason) in cases {
         let text = format!(r#"{{"jsonrpc":"2.0","id":1,"error":{error}}}"#);
@@ -185,7 +258,10 @@ fn error_objects_need_an_integer_code_a_string_message_and_nothing_else() {
 #[test]
 fn responses_need_an_id_and_exactly_one_of_result_and_error() {
     let cases = [
-        (r#"{"jsonrpc":"2.0","result":{}}"#, "a response must carry an \"id\""),
+        (
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            "a response must carry an \"id\"",
+        ),
         (
             r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
             "a response must not carry both \"result\" and \"error\"",
@@ -194,7 +270,10 @@ fn responses_need_an_id_and_exactly_one_of_result_and_error() {
             r#"{"jsonrpc":"2.0","id":1}"#,
             "neither a request (\"method\") nor a response (\"result\" or \"error\")",
         ),
-        (r#"{"jsonrpc":"2.0","id":1,"params":{}}"#, "\"params\" without \"method\""),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"params":{}}"#,
+            "\"params\" without \"method\"",
+        ),
     ];
     for (text, reason) in cases {
         assert_eq!(refused(text).reason, reason, "{text}");
@@ -203,7 +282,9 @@ fn responses_need_an_id_and_exactly_one_of_result_and_error() {
 
 #[test]
 fn a_repeated_member_is_a_duplicate_key_at_the_json_stage() {
-    for member in ["jsonrpc", "id", "method", "params", "result", "error", "extra"] {
+    for member in [
+        "jsonrpc", "id", "method", "params", "result", "error", "extra",
+    ] {
         let value = match member {
             "jsonrpc" => r#""2.0""#,
             "id" => "1",
@@ -216,7 +297,9 @@ fn a_repeated_member_is_a_duplicate_key_at_the_json_stage() {
         let rejection = parse(&text).expect_err(&text);
         assert_eq!(rejection.stage, Stage::Json, "{text}: {rejection}");
         assert!(
-            rejection.reason.contains(&format!("duplicate object key \"{member}\"")),
+            rejection
+                .reason
+                .contains(&format!("duplicate object key \"{member}\"")),
             "{text}: {}",
             rejection.reason
         );

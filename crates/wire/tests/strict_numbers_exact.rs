@@ -67,7 +67,14 @@ fn names_that_look_like_identifiers_are_shown_others_withheld() {
     assert_eq!(shown("a_$./-:@Z9"), "\"a_$./-:@Z9\"");
     let sixty_four = "k".repeat(64);
     assert_eq!(shown(&sixty_four), format!("\"{sixty_four}\""));
-    for withheld in ["", "has space", "quote\"", "ünï", "new\nline", &"k".repeat(65)] {
+    for withheld in [
+        "",
+        "has space",
+        "quote\"",
+        "ünï",
+        "new\nline",
+        &"k".repeat(65),
+    ] {
         assert_eq!(shown(withheld), "(name withheld)", "{withheld:?}");
     }
 }
@@ -77,7 +84,10 @@ fn a_duplicate_key_reason_shows_the_name_only_when_it_looks_like_one() {
     let reason = |text: &str| parse_value(text, &Limits::default()).unwrap_err().reason;
     assert!(reason(r#"{"key":1,"key":2}"#).contains("duplicate object key \"key\""));
     let secret = reason(r#"{"s3cr3t value":1,"s3cr3t value":2}"#);
-    assert!(secret.contains("duplicate object key (name withheld)"), "{secret}");
+    assert!(
+        secret.contains("duplicate object key (name withheld)"),
+        "{secret}"
+    );
     assert!(!secret.contains("s3cr3t"), "{secret}");
 }
 

@@ -165,12 +165,24 @@ fn a_response_has_an_id_and_exactly_one_object_result_or_well_formed_error() {
             "neither a request, a notification nor a response",
         ),
         (r#"{"jsonrpc":"2.0","result":{}}"#, "result without id"),
-        (r#"{"jsonrpc":"2.0","id":1,"result":[]}"#, "result is not an object"),
-        (r#"{"jsonrpc":"2.0","id":1,"error":"e"}"#, "error is not an object"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"result":[]}"#,
+            "result is not an object",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":"e"}"#,
+            "error is not an object",
+        ),
         (r#"{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}"#, lacks),
-        (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#, lacks),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#,
+            lacks,
+        ),
         (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#, lacks),
-        (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":2}}"#, lacks),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":2}}"#,
+            lacks,
+        ),
         (
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":0}}"#,
             lacks,
