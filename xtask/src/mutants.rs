@@ -108,6 +108,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         base: opts.diff.clone(),
         shard: opts.shard.clone(),
         packages: PACKAGES.map(str::to_owned).to_vec(),
+        files: opts.files.clone(),
         total_secs: 0.0,
     };
 

@@ -27,6 +27,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     pub packages: Vec<String>,
+    /// `--file` globs the run was narrowed to (none: every file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
     /// caught / (caught + missed); `None` when neither happened.
     pub score: Option<f64>,
     /// Mutants tested (every verdict).
@@ -57,6 +60,7 @@ pub struct RunInfo {
     pub base: Option<String>,
     pub shard: Option<String>,
     pub packages: Vec<String>,
+    pub files: Vec<String>,
     pub total_secs: f64,
 }
 
@@ -78,6 +82,7 @@ pub fn build(info: RunInfo, outcomes: &Outcomes, excluded: Vec<Excluded>) -> Rep
         base: info.base,
         shard: info.shard,
         packages: info.packages,
+        files: info.files,
         score: score(caught, missed),
         tested,
         caught,
@@ -107,10 +112,14 @@ fn percent(score: Option<f64>) -> String {
 
 pub fn render_markdown(report: &Report) -> String {
     let mut md = String::new();
-    let scope = match (&report.mode[..], &report.base) {
+    let mut scope = match (&report.mode[..], &report.base) {
         ("diff", Some(base)) => format!("mutants in code changed since `{base}`"),
         _ => "every mutant".to_owned(),
     };
+    if !report.files.is_empty() {
+        let globs: Vec<String> = report.files.iter().map(|g| format!("`{g}`")).collect();
+        scope = format!("{scope} in files matching {}", globs.join(", "));
+    }
     let _ = writeln!(md, "# Mutation score\n");
     let _ = writeln!(
         md,
@@ -283,5 +292,22 @@ mod tests {
         assert!(md.contains("**n/a**"), "{md}");
         assert!(md.contains("code changed since `main`"), "{md}");
         assert!(md.contains("None: every mutant tested"), "{md}");
+    }
+
+    #[test]
+    fn a_narrowed_run_says_which_files_and_shard() {
+        let outcomes = parse(include_str!("testdata/outcomes.json")).unwrap();
+        let info = RunInfo {
+            mode: "full".into(),
+            shard: Some("0/16".into()),
+            files: vec!["crates/wire/src/**".into()],
+            ..RunInfo::default()
+        };
+        let md = render_markdown(&build(info, &outcomes, Vec::new()));
+        assert!(
+            md.contains("every mutant in files matching `crates/wire/src/**` of"),
+            "{md}"
+        );
+        assert!(md.contains(", shard 0/16,"), "{md}");
     }
 }
