@@ -138,3 +138,69 @@ fn an_ssh_action_carries_host_port_user_argv_known_hosts_and_cap() {
         "ops@db.internal:2222 journalctl -u api.service -n 20"
     );
 }
+
+/// The journal entry a driver writes for an action: ticket, input line,
+/// tool, kind and the SHA-256 of the one-line description (never the
+/// arguments themselves).
+#[test]
+fn a_journal_entry_fingerprints_the_described_target() {
+    use portcullis_gateway::JournalEntry;
+    use portcullis_wire::Fingerprint;
+    let policy = policy();
+    let action = authorized(&policy, "logs", json!({"unit": "api.service", "n": 20}));
+    let entry = JournalEntry::of(7, 3, &action);
+    assert_eq!((entry.ticket, entry.line), (7, 3));
+    assert_eq!((entry.tool.as_str(), entry.kind), ("logs", "ssh"));
+    assert_eq!(
+        entry.target,
+        Fingerprint::of(b"ops@db.internal:2222 journalctl -u api.service -n 20")
+    );
+    assert_eq!(entry.outcome, None);
+}
+
+#[test]
+fn an_outcome_is_a_success_or_a_failure_with_its_text() {
+    use portcullis_gateway::Outcome;
+    let ok = Outcome::success("done");
+    assert_eq!((ok.text.as_str(), ok.is_error), ("done", false));
+    let failed = Outcome::failure("timed out");
+    assert_eq!((failed.text.as_str(), failed.is_error), ("timed out", true));
+}
+
+/// A driver may read a written frame as a slice, by `AsRef`, or take it
+/// owned: the same complete line each way.
+#[test]
+fn a_written_frame_reads_the_same_every_way() {
+    use std::sync::Arc;
+
+    use portcullis_gateway::{Config, Effect, Gateway};
+    let policy = policy();
+    let mut gateway = Gateway::new(
+        Arc::clone(policy.policy()),
+        Arc::clone(policy.secrets()),
+        Config::from_policy(&policy),
+    );
+    let effects = gateway.receive(
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"c\",\"version\":\"1\"}}}\n",
+    );
+    let Some(Effect::Write(frame)) = effects.into_iter().next() else {
+        panic!("no frame written");
+    };
+    let line: Vec<u8> = frame.as_bytes().to_vec();
+    assert!(line.starts_with(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{"));
+    assert!(line.ends_with(b"}\n"));
+    assert_eq!(&*frame, line.as_slice());
+    assert_eq!(AsRef::<[u8]>::as_ref(&frame), line.as_slice());
+    assert_eq!(frame.into_bytes(), line);
+}
+
+#[test]
+fn rejections_are_totalled_over_every_stage() {
+    use portcullis_gateway::Counters;
+    use portcullis_wire::Stage;
+    let mut counters = Counters::default();
+    assert_eq!(counters.rejected_total(), 0);
+    counters.frames_rejected.insert(Stage::Json, 2);
+    counters.frames_rejected.insert(Stage::Mcp, 3);
+    assert_eq!(counters.rejected_total(), 5);
+}
