@@ -143,4 +143,33 @@ mod tests {
         assert!(Cli::try_parse_from(["xtask", "nightly", "--budget", "5 days"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "nightly", "--jobs", "0"]).is_err());
     }
+
+    #[test]
+    fn mutants_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "xtask",
+            "mutants",
+            "--in-diff",
+            "main",
+            "--shard",
+            "1/4",
+            "--max-mutants",
+            "15",
+            "--",
+            "--sharding",
+            "round-robin",
+        ])
+        .unwrap();
+        let Cmd::Mutants(opts) = cli.command else {
+            panic!("not mutants");
+        };
+        assert_eq!(opts.diff.as_deref(), Some("main"));
+        assert_eq!(opts.shard.as_deref(), Some("1/4"));
+        assert_eq!(opts.max_mutants, Some(15));
+        assert_eq!(opts.extra, ["--sharding", "round-robin"]);
+        assert_eq!((opts.jobs, opts.in_place), (1, false));
+        assert_eq!(opts.out, PathBuf::from("target/nightly"));
+        assert!(Cli::try_parse_from(["xtask", "mutants", "--shard", "4/4"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "mutants", "--in-place", "--jobs", "2"]).is_err());
+    }
 }

@@ -137,6 +137,15 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         "==> {to_test} mutants to test ({listed} generated, {} excluded by .cargo/mutants.toml)",
         excluded.len()
     );
+    if to_test == 0 {
+        println!("==> nothing to test");
+        let empty = Outcomes {
+            cargo_mutants_version: version_number(&version),
+            baseline: None,
+            mutants: Vec::new(),
+        };
+        return write(project, &out, &report::build(info, &empty, excluded));
+    }
     if let (Some(_), Some(max)) = (&opts.diff, opts.max_mutants)
         && to_test > max
     {
