@@ -24,6 +24,14 @@ fuzz TARGET SECS="60":
 nightly BUDGET="10m":
     cargo xtask nightly --budget {{BUDGET}}
 
+# Mutation-test crates/wire and crates/gateway (extra flags: --shard K/N, --jobs N, --file GLOB); writes target/nightly/mutants.{md,json}.
+mutants *FLAGS:
+    cargo xtask mutants "$@"
+
+# Mutation-test only the wire/gateway code changed since BASE (what CI runs); fails on survivors.
+mutants-diff BASE="main" *FLAGS:
+    cargo xtask mutants --diff "$@"
+
 # Minimize corpus/TARGET in place, folding in fuzz/corpus/TARGET first (files are renamed to their SHA-1).
 cmin TARGET:
     mkdir -p corpus/{{TARGET}} fuzz/corpus/{{TARGET}}

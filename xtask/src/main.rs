@@ -11,12 +11,15 @@
 //! - `coverage` measures line and region coverage of wire, gateway and exec
 //!   by `cargo test` and by replaying each fuzz target's corpus, and writes
 //!   `target/nightly/coverage.{md,json}` with the uncovered lines.
+//! - `mutants` runs cargo-mutants over `crates/wire` and `crates/gateway`
+//!   (whole, one shard, or only a pull request's diff) and writes
+//!   `target/nightly/mutants.{md,json}`; it exits nonzero on any survivor.
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
 //! Modules: [`budget`] and [`libfuzzer`] are the pure, unit-tested parsing;
 //! [`process`] runs and bounds child processes; [`nightly`] (build, fuzz,
-//! triage), [`promote`] and [`cflite`] are the commands; [`report`] and
+//! triage), [`mutants`], [`promote`] and [`cflite`] are the commands; [`report`] and
 //! [`sidecar`] are their outputs.
 
 #![expect(
@@ -29,6 +32,7 @@ mod budget;
 mod cflite;
 mod coverage;
 mod libfuzzer;
+mod mutants;
 mod nightly;
 mod process;
 mod project;
@@ -73,6 +77,9 @@ enum Cmd {
     /// and by replaying each fuzz target's corpus (cargo-llvm-cov), with the
     /// uncovered lines: target/nightly/coverage.{md,json}.
     Coverage(coverage::Options),
+    /// Mutation-test crates/wire and crates/gateway with cargo-mutants (installed
+    /// if missing); write target/nightly/mutants.{md,json}; fail on survivors.
+    Mutants(mutants::Options),
     /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
     /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
     FuzzFlags {
@@ -88,6 +95,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Nightly(opts) => nightly::run(&project, &opts),
         Cmd::Promote(opts) => promote::run(&project, &opts),
         Cmd::Coverage(opts) => coverage::run(&project, &opts),
+        Cmd::Mutants(opts) => mutants::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
@@ -143,5 +151,34 @@ mod tests {
         assert!(!opts.no_merge);
         assert!(Cli::try_parse_from(["xtask", "nightly", "--budget", "5 days"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "nightly", "--jobs", "0"]).is_err());
+    }
+
+    #[test]
+    fn mutants_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "xtask",
+            "mutants",
+            "--in-diff",
+            "main",
+            "--shard",
+            "1/4",
+            "--max-mutants",
+            "15",
+            "--",
+            "--sharding",
+            "round-robin",
+        ])
+        .unwrap();
+        let Cmd::Mutants(opts) = cli.command else {
+            panic!("not mutants");
+        };
+        assert_eq!(opts.diff.as_deref(), Some("main"));
+        assert_eq!(opts.shard.as_deref(), Some("1/4"));
+        assert_eq!(opts.max_mutants, Some(15));
+        assert_eq!(opts.extra, ["--sharding", "round-robin"]);
+        assert_eq!((opts.jobs, opts.in_place), (1, false));
+        assert_eq!(opts.out, PathBuf::from("target/nightly"));
+        assert!(Cli::try_parse_from(["xtask", "mutants", "--shard", "4/4"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "mutants", "--in-place", "--jobs", "2"]).is_err());
     }
 }

@@ -35,6 +35,16 @@ fn replay_dir(target: &str, dir: &Path, run: fn(&[u8])) -> usize {
     files.len()
 }
 
+/// Random inputs per harness: 2000, unless `PORTCULLIS_FUZZ_HARNESS_ITERATIONS`
+/// says otherwise. `.cargo/mutants.toml` lowers it, because cargo-mutants runs
+/// this file once per mutant and the corpus replay above already runs in full.
+fn random_iterations() -> usize {
+    std::env::var("PORTCULLIS_FUZZ_HARNESS_ITERATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2000)
+}
+
 fn check(target: &str) {
     let run = harness::by_name(target).expect("known target");
     let root = workspace_root();
@@ -45,7 +55,7 @@ fn check(target: &str) {
         "{target}: no checked-in corpus or regression inputs"
     );
     bolero::check!()
-        .with_iterations(2000)
+        .with_iterations(random_iterations())
         .with_max_len(4096)
         .for_each(|input: &[u8]| run(input));
 }

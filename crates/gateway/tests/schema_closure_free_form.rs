@@ -1,0 +1,54 @@
+//! Only schema keywords decide whether an object schema names properties:
+//! data that merely looks like a schema (an `examples` entry, an unknown
+//! keyword, a `prefixItems` branch, which applies to arrays) leaves a
+//! nested object schema that names no properties free-form. (The root is
+//! always closed: a tool that declares no arguments accepts none.)
+
+use portcullis_gateway::schema::ToolSchema;
+use serde_json::{Value, json};
+
+fn accepts(schema: &Value, args: Value) -> bool {
+    let Value::Object(args) = args else { panic!() };
+    ToolSchema::compile(schema.clone())
+        .unwrap()
+        .check("t", args)
+        .is_ok()
+}
+
+#[test]
+fn look_alike_schemas_in_non_schema_keywords_do_not_close_an_object() {
+    for keyword in ["examples", "x-shapes", "prefixItems"] {
+        let schema = json!({
+            "type": "object",
+            "properties": {"p": {
+                "type": "object",
+                keyword: [{"type": "object", "properties": {"a": {}}}],
+            }},
+        });
+        let compiled = ToolSchema::compile(schema.clone()).unwrap();
+        let p = &compiled.document()["properties"]["p"];
+        assert!(
+            p.get("additionalProperties").is_none() && p.get("unevaluatedProperties").is_none(),
+            "{keyword}: {p}"
+        );
+        assert!(accepts(&schema, json!({"p": {"anything": 1}})), "{keyword}");
+    }
+}
+
+#[test]
+fn an_in_place_branch_that_names_properties_closes_the_object() {
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        let schema = json!({
+            "type": "object",
+            "properties": {"p": {
+                "type": "object",
+                keyword: [{"properties": {"a": {}}}],
+            }},
+        });
+        assert!(accepts(&schema, json!({"p": {"a": 1}})), "{keyword}");
+        assert!(
+            !accepts(&schema, json!({"p": {"a": 1, "anything": 1}})),
+            "{keyword}"
+        );
+    }
+}
