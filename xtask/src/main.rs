@@ -8,6 +8,9 @@
 //!   plus `<name>.toml` (`summary`, `found`, `source`), replayed by `cargo test`.
 //! - `clusterfuzzlite-check` runs `.clusterfuzzlite/build.sh` locally and
 //!   checks that every target lands in `$OUT`.
+//! - `bugbench` applies each planted bug of `bugbench/` in a scratch
+//!   worktree and measures whether `cargo test` and how fast each fuzz
+//!   target catches it (`target/nightly/bugbench.{md,json}`).
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
@@ -23,6 +26,7 @@
 )]
 
 mod budget;
+mod bugbench;
 mod cflite;
 mod libfuzzer;
 mod nightly;
@@ -55,6 +59,9 @@ enum Cmd {
     /// Fuzz every target for a share of a time budget, merge new coverage into
     /// corpus/, minimize crashes into regression candidates, write a report.
     Nightly(nightly::Options),
+    /// Apply each planted bug in bugbench/ in a scratch worktree: does
+    /// `cargo test` catch it, and how fast does each fuzz target?
+    Bugbench(bugbench::Options),
     /// Copy a crash artifact into regressions/<target>/<name>.bin with a
     /// <name>.toml sidecar (summary, found, source).
     Promote(promote::Options),
@@ -79,6 +86,7 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Cmd::Nightly(opts) => nightly::run(&project, &opts),
         Cmd::Promote(opts) => promote::run(&project, &opts),
+        Cmd::Bugbench(opts) => bugbench::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
