@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("stdout_frames", stdout_frames),
     ("strict_json", strict_json),
     ("authz_expansion", crate::authz_harness::authz_expansion),
+    ("schema_nesting", crate::schema_nesting::schema_nesting),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz
