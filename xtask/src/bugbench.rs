@@ -612,6 +612,40 @@ error: 3 targets failed:
     }
 
     #[test]
+    fn the_nightly_report_gets_the_table_only_when_a_bench_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(nightly_section(dir.path()), None);
+        let report = BenchReport {
+            started: "2026-12-01T00:00:00Z".to_owned(),
+            commit: "abc1234".to_owned(),
+            cap_secs: 120,
+            sanitizer: "address".to_owned(),
+            test_packages: vec!["portcullis-wire".to_owned()],
+            targets: vec!["chunking".to_owned()],
+            bugs: Vec::new(),
+            total_secs: 1.0,
+            ok: true,
+        };
+        fs::write(
+            dir.path().join("bugbench.json"),
+            serde_json::to_string(&report).unwrap(),
+        )
+        .unwrap();
+        let section = nightly_section(dir.path()).unwrap();
+        assert!(section.contains("## Planted bugs (bugbench)"), "{section}");
+        assert!(
+            section.contains("| bug | stage | cargo test | `chunking` |"),
+            "{section}"
+        );
+        fs::write(dir.path().join("bugbench.json"), "{").unwrap();
+        assert!(
+            nightly_section(dir.path())
+                .unwrap()
+                .contains("could not be read")
+        );
+    }
+
+    #[test]
     fn a_stale_patch_is_named_with_the_way_to_refresh_it() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.txt"), "one\n").unwrap();
