@@ -144,6 +144,8 @@ fn ssh_argv_is_a_vector_and_option_injection_is_denied() {
         other => panic!("{other:?}"),
     }
     assert!(decide(&p, "run", json!({"unit": "--help", "n": 1})).is_err());
+    // Short options too: ssh's `-oProxyCommand=...` runs a local command.
+    assert!(decide(&p, "run", json!({"unit": "-oProxyCommand=sh", "n": 1})).is_err());
     assert!(decide(&p, "run", json!({"unit": "a\u{0}b", "n": 1})).is_err());
 }
 
