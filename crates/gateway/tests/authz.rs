@@ -361,3 +361,36 @@ fn a_plus_in_a_query_literal_arrives_as_a_plus() {
     let pairs: Vec<(String, String)> = h.url().query_pairs().into_owned().collect();
     assert_eq!(pairs, [("a+b".to_owned(), "x+1 +2".to_owned())]);
 }
+
+#[test]
+fn an_allowlisted_name_inside_a_longer_host_is_not_allowed() {
+    let text = r#"
+[server]
+name = "t"
+
+[[tools]]
+name = "probe"
+[tools.http]
+method = "GET"
+url = "http://{host}:8080/"
+allow = ["api.internal:8080", "localhost:8080"]
+[tools.input_schema]
+type = "object"
+required = ["host"]
+properties.host = { type = "string" }
+"#;
+    let p = Policy::from_toml(text, Path::new("suffix.toml"))
+        .unwrap()
+        .bind_secrets(SecretStore::default());
+    assert!(decide(&p, "probe", json!({"host": "api.internal"})).is_ok());
+    for denied in [
+        "evil-api.internal",
+        "x.api.internal",
+        "evillocalhost",
+        "api.internal.evil",
+        "localhost.evil",
+    ] {
+        let err = decide(&p, "probe", json!({"host": denied})).expect_err(denied);
+        assert!(err.contains("allowlist"), "{denied}: {err}");
+    }
+}
