@@ -51,6 +51,10 @@ tmin ARTIFACT TARGET="":
     # `--runs N -- <libFuzzer limits>`, the nightly's minimization settings.
     cargo +nightly fuzz tmin "$target" "$artifact" $(cargo xtask fuzz-flags tmin)
 
+# Plant each bug of bugbench/ in a scratch worktree: does `cargo test` catch it, and how fast does each fuzz target? (nightly job, not .ci/run)
+bugbench *FLAGS:
+    cargo xtask bugbench "$@"
+
 # Copy a crashing input into regressions/<target>/ with a sidecar (extra flags: --summary, --source, --name, --target).
 promote ARTIFACT *FLAGS:
     cargo xtask promote "$@"

@@ -14,6 +14,9 @@
 //! - `mutants` runs cargo-mutants over `crates/wire` and `crates/gateway`
 //!   (whole, one shard, or only a pull request's diff) and writes
 //!   `target/nightly/mutants.{md,json}`; it exits nonzero on any survivor.
+//! - `bugbench` applies each planted bug of `bugbench/` in a scratch
+//!   worktree and measures whether `cargo test` and how fast each fuzz
+//!   target catches it (`target/nightly/bugbench.{md,json}`).
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
@@ -29,6 +32,7 @@
 )]
 
 mod budget;
+mod bugbench;
 mod cflite;
 mod coverage;
 mod libfuzzer;
@@ -63,6 +67,9 @@ enum Cmd {
     /// Fuzz every target for a share of a time budget, merge new coverage into
     /// corpus/, minimize crashes into regression candidates, write a report.
     Nightly(nightly::Options),
+    /// Apply each planted bug in bugbench/ in a scratch worktree: does
+    /// `cargo test` catch it, and how fast does each fuzz target?
+    Bugbench(bugbench::Options),
     /// Copy a crash artifact into regressions/<target>/<name>.bin with a
     /// <name>.toml sidecar (summary, found, source).
     Promote(promote::Options),
@@ -96,6 +103,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Promote(opts) => promote::run(&project, &opts),
         Cmd::Coverage(opts) => coverage::run(&project, &opts),
         Cmd::Mutants(opts) => mutants::run(&project, &opts),
+        Cmd::Bugbench(opts) => bugbench::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());

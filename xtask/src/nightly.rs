@@ -25,6 +25,9 @@ use crate::report::{self, Report};
 use crate::sidecar;
 
 pub use triage::{relative_paths, reproduce};
+// `cargo xtask bugbench` builds and fuzzes exactly as the nightly does.
+pub(crate) use build::{build as build_targets, ensure_cargo_fuzz, ensure_toolchain};
+pub(crate) use fuzz::fuzz_target;
 
 /// Fuzz every target for a share of a time budget, merge new coverage into
 /// corpus/, minimize crashes into regression candidates, write a report.
@@ -63,6 +66,17 @@ pub struct Options {
     /// smoke runs in CI.
     #[arg(long)]
     pub no_merge: bool,
+}
+
+/// The nightly's options as `cargo xtask nightly` with no flags has them,
+/// so other commands fuzz with the same defaults (sanitizer, limits).
+pub fn default_options() -> Options {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        options: Options,
+    }
+    <Defaults as clap::Parser>::parse_from(["nightly"]).options
 }
 
 pub fn run(project: &Project, opts: &Options) -> Result<()> {
@@ -150,7 +164,9 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     let md_path = opts.out.join("report.md");
     fs::write(&json_path, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("writing {}", json_path.display()))?;
-    fs::write(&md_path, report::render_markdown(&report))
+    // The planted-bug table of the last `cargo xtask bugbench`, when there is one.
+    let bugbench = crate::bugbench::nightly_section(&opts.out).unwrap_or_default();
+    fs::write(&md_path, report::render_markdown(&report) + &bugbench)
         .with_context(|| format!("writing {}", md_path.display()))?;
 
     println!("==> summary ({:.0}s in total)", report.total_secs);

@@ -144,6 +144,8 @@ fn ssh_argv_is_a_vector_and_option_injection_is_denied() {
         other => panic!("{other:?}"),
     }
     assert!(decide(&p, "run", json!({"unit": "--help", "n": 1})).is_err());
+    // Short options too: ssh's `-oProxyCommand=...` runs a local command.
+    assert!(decide(&p, "run", json!({"unit": "-oProxyCommand=sh", "n": 1})).is_err());
     assert!(decide(&p, "run", json!({"unit": "a\u{0}b", "n": 1})).is_err());
 }
 
@@ -358,4 +360,37 @@ fn a_plus_in_a_query_literal_arrives_as_a_plus() {
     assert_eq!(h.url().query(), Some("a%2Bb=x%2B1%20%2B2"));
     let pairs: Vec<(String, String)> = h.url().query_pairs().into_owned().collect();
     assert_eq!(pairs, [("a+b".to_owned(), "x+1 +2".to_owned())]);
+}
+
+#[test]
+fn an_allowlisted_name_inside_a_longer_host_is_not_allowed() {
+    let text = r#"
+[server]
+name = "t"
+
+[[tools]]
+name = "probe"
+[tools.http]
+method = "GET"
+url = "http://{host}:8080/"
+allow = ["api.internal:8080", "localhost:8080"]
+[tools.input_schema]
+type = "object"
+required = ["host"]
+properties.host = { type = "string" }
+"#;
+    let p = Policy::from_toml(text, Path::new("suffix.toml"))
+        .unwrap()
+        .bind_secrets(SecretStore::default());
+    assert!(decide(&p, "probe", json!({"host": "api.internal"})).is_ok());
+    for denied in [
+        "evil-api.internal",
+        "x.api.internal",
+        "evillocalhost",
+        "api.internal.evil",
+        "localhost.evil",
+    ] {
+        let err = decide(&p, "probe", json!({"host": denied})).expect_err(denied);
+        assert!(err.contains("allowlist"), "{denied}: {err}");
+    }
 }

@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("stdout_frames", stdout_frames),
     ("strict_json", strict_json),
     ("authz_expansion", crate::authz_harness::authz_expansion),
+    ("schema_nesting", crate::schema_nesting::schema_nesting),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz
@@ -325,6 +326,25 @@ pub fn strict_json(data: &[u8]) {
             Some(false),
             "strict accepted an object with duplicate keys"
         );
+        // serde_json accepts integers up to 64 bits, so the differential
+        // alone is blind to the ±(2^53−1) rule; check it on the value.
+        if let Some(n) = unsafe_integer(&value) {
+            panic!("strict accepted the integer {n}, beyond ±(2^53−1)");
+        }
+    }
+}
+
+/// The first integer in `value` (at any depth) outside ±(2^53−1).
+fn unsafe_integer(value: &Value) -> Option<&serde_json::Number> {
+    const MAX_SAFE: u64 = (1 << 53) - 1;
+    match value {
+        Value::Number(n) => {
+            let magnitude = n.as_i64().map(i64::unsigned_abs).or_else(|| n.as_u64());
+            magnitude.is_some_and(|m| m > MAX_SAFE).then_some(n)
+        }
+        Value::Array(items) => items.iter().find_map(unsafe_integer),
+        Value::Object(map) => map.values().find_map(unsafe_integer),
+        _ => None,
     }
 }
 

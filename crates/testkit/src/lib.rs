@@ -28,6 +28,7 @@ pub mod recorder;
 pub mod reference;
 pub mod regressions;
 pub mod schema_closure;
+pub mod schema_nesting;
 pub mod session;
 
 pub use recorder::Recorder;

@@ -89,3 +89,8 @@ fn strict_json() {
 fn authz_expansion() {
     check("authz_expansion");
 }
+
+#[test]
+fn schema_nesting() {
+    check("schema_nesting");
+}

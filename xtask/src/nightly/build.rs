@@ -26,7 +26,7 @@ pub fn build_flags(project: &Project, sanitizer: Sanitizer, host: &str) -> Vec<O
 }
 
 /// Fails with a clear message unless `rustc +<toolchain>` works; returns its version.
-pub(super) fn ensure_toolchain(toolchain: &str) -> Result<String> {
+pub(crate) fn ensure_toolchain(toolchain: &str) -> Result<String> {
     let mut cmd = Command::new("rustc");
     cmd.arg(format!("+{toolchain}")).arg("--version");
     process::scrub_env(&mut cmd);
@@ -49,7 +49,7 @@ pub(super) fn ensure_toolchain(toolchain: &str) -> Result<String> {
 }
 
 /// Installs cargo-fuzz when `cargo fuzz --version` fails; returns its version.
-pub(super) fn ensure_cargo_fuzz() -> Result<String> {
+pub(crate) fn ensure_cargo_fuzz() -> Result<String> {
     let version = || -> Option<String> {
         let (status, text) = capture(cargo(None).args(["fuzz", "--version"])).ok()?;
         status.success().then(|| text.trim().to_owned())
@@ -78,7 +78,7 @@ fn find_cxx() -> Option<String> {
         })
 }
 
-pub(super) fn build(
+pub(crate) fn build(
     project: &Project,
     toolchain: &str,
     sanitizer: Sanitizer,

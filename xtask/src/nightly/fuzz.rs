@@ -58,7 +58,7 @@ fn condensed_totals(totals: &Totals, jobs: usize) -> String {
     out
 }
 
-pub(super) fn fuzz_target(
+pub(crate) fn fuzz_target(
     project: &Project,
     opts: &Options,
     host: &str,
