@@ -198,7 +198,7 @@ path = "fuzz_targets/strict_json.rs"
     }
 
     #[test]
-    fn the_real_fuzz_manifest_declares_the_six_harnesses() {
+    fn the_real_fuzz_manifest_declares_the_seven_harnesses() {
         let targets = Project::locate().fuzz_targets().unwrap();
         assert_eq!(
             targets,
@@ -208,7 +208,8 @@ path = "fuzz_targets/strict_json.rs"
                 "chunking",
                 "stdout_frames",
                 "strict_json",
-                "authz_expansion"
+                "authz_expansion",
+                "wrap_session"
             ]
         );
     }

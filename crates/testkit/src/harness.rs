@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("stdout_frames", stdout_frames),
     ("strict_json", strict_json),
     ("authz_expansion", crate::authz_harness::authz_expansion),
+    ("wrap_session", crate::wrap_harness::wrap_session),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz

@@ -29,6 +29,7 @@ pub mod reference;
 pub mod regressions;
 pub mod schema_closure;
 pub mod session;
+pub mod wrap_harness;
 
 pub use recorder::Recorder;
 pub use session::{Chunking, SessionReport, run_session};

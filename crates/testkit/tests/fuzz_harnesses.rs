@@ -79,3 +79,8 @@ fn strict_json() {
 fn authz_expansion() {
     check("authz_expansion");
 }
+
+#[test]
+fn wrap_session() {
+    check("wrap_session");
+}

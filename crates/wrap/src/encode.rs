@@ -1,5 +1,7 @@
-//! The canonical encoding of a judged message: compact serde_json of the
-//! parsed value, one line, one `\n`. Neither side ever receives the bytes
+//! The canonical encoding of a judged message: the JSON-RPC members in the
+//! order the specification lists them (`jsonrpc`, `id`, `method`, `params`,
+//! `result`, `error`), each value compact serde_json with its object keys
+//! sorted, one line, one `\n`. Neither side ever receives the bytes
 //! the other side sent; it receives this encoding of what was judged, so
 //! a duplicate-key trick, an odd escape or an exotic number spelling that
 //! one parser reads differently from another cannot reach it. There is no
@@ -72,7 +74,7 @@ struct Wire<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     result: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a ErrorObject>,
+    error: Option<Value>,
 }
 
 impl Message<'_> {
@@ -104,7 +106,9 @@ impl Message<'_> {
             }
             Message::Error { id, error } => {
                 wire.id = id;
-                wire.error = Some(error);
+                // As a value, so its members are sorted like every other
+                // object's.
+                wire.error = Some(serde_json::to_value(error).ok()?);
             }
         }
         let mut bytes = serde_json::to_vec(&wire).ok()?;
