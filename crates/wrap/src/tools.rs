@@ -108,8 +108,11 @@ impl ToolTable {
                 kept.push(tool.clone());
             }
         }
-        if !result.contains_key("nextCursor") {
+        if !result.contains_key("nextCursor") && self.tofu_open {
+            // Trust on first use is over: the pins are what they will be
+            // held to from now on, so they are written even when empty.
             self.tofu_open = false;
+            pins_changed = true;
         }
         let mut filtered = result.clone();
         filtered.insert("tools".into(), Value::Array(kept));
