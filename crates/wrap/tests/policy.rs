@@ -55,3 +55,12 @@ fn a_bad_wrap_section_names_the_field() {
         );
     }
 }
+
+#[test]
+fn the_example_wrap_policy_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/wrap.toml");
+    let policy = Policy::load(&path).unwrap();
+    let config = Config::from_policy(&policy, None);
+    assert!(config.allowed_tools.unwrap().contains("echo"));
+    assert!(config.methods.contains("resources/read"));
+}
