@@ -17,7 +17,8 @@
 //!   the client receives that the wrapper did not write itself equals a
 //!   valid upstream message (ids aside; a tools list a subset of one);
 //! - memory stays bounded: buffered bytes by the frame cap, id tables by
-//!   the in-flight cap, whatever the session's length.
+//!   the in-flight cap, kept schemas by twice the frame cap, whatever the
+//!   session's length.
 
 pub mod ops;
 pub mod oracle;
@@ -122,6 +123,11 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
             wrap.buffered() <= 2 * (MAX_FRAME_BYTES + 1),
             "{mode:?}: {} bytes buffered",
             wrap.buffered()
+        );
+        assert!(
+            wrap.schema_bytes() <= 2 * MAX_FRAME_BYTES,
+            "{mode:?}: {} schema bytes kept",
+            wrap.schema_bytes()
         );
         assert!(
             wrap.id_entries() <= 2 * MAX_IN_FLIGHT,

@@ -15,6 +15,10 @@ use crate::pin::Pins;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// Tools a session pins or trusts at most.
 pub const DEFAULT_MAX_TOOLS: usize = 1024;
+/// The input schemas the tool gate keeps compiled total at most this many
+/// times `max_frame_bytes` (serialized): one complete `tools/list` is one
+/// frame, so every honest listing fits.
+pub const SCHEMA_BYTES_PER_FRAME: usize = 2;
 
 /// Settings of one wrap session.
 #[derive(Debug, Clone)]

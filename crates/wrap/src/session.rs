@@ -80,6 +80,10 @@ impl Wrap {
                 config.pins.clone(),
                 config.allowed_tools.clone(),
                 config.max_tools,
+                config
+                    .limits
+                    .max_frame_bytes
+                    .saturating_mul(crate::config::SCHEMA_BYTES_PER_FRAME),
             ),
             config,
             pending: BTreeMap::new(),
@@ -240,6 +244,12 @@ impl Wrap {
     /// `max_frame_bytes + 1`).
     pub fn buffered(&self) -> usize {
         self.client_reader.buffered() + self.upstream_reader.buffered()
+    }
+
+    /// Serialized bytes of the input schemas the tool gate keeps (at most
+    /// [`crate::config::SCHEMA_BYTES_PER_FRAME`] × `max_frame_bytes`).
+    pub fn schema_bytes(&self) -> usize {
+        self.tools.schema_bytes()
     }
 
     /// Entries in the two id tables (each at most `max_in_flight`).

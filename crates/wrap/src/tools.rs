@@ -43,6 +43,8 @@ pub enum Denial {
 struct Trusted {
     pin: Pin,
     schema: ToolSchema,
+    /// Serialized size of the schema, counted against the byte budget.
+    bytes: usize,
 }
 
 #[derive(Debug)]
@@ -53,6 +55,11 @@ pub(crate) struct ToolTable {
     allowlist: Option<BTreeSet<String>>,
     tofu_open: bool,
     max_tools: usize,
+    /// Serialized bytes of the trusted schemas, and their cap: however many
+    /// pages an upstream lists, what the table keeps stays within a few
+    /// frames.
+    schema_bytes: usize,
+    max_schema_bytes: usize,
 }
 
 /// A `tools/list` result with the tools the client may see, and what
@@ -68,8 +75,11 @@ impl ToolTable {
         pins: Option<Pins>,
         allowlist: Option<BTreeSet<String>>,
         max_tools: usize,
+        max_schema_bytes: usize,
     ) -> Self {
         Self {
+            schema_bytes: 0,
+            max_schema_bytes,
             tofu_open: pins.is_none(),
             pins: pins.unwrap_or_default(),
             trusted: BTreeMap::new(),
@@ -77,6 +87,10 @@ impl ToolTable {
             allowlist,
             max_tools,
         }
+    }
+
+    pub(crate) fn schema_bytes(&self) -> usize {
+        self.schema_bytes
     }
 
     pub(crate) fn pins(&self) -> &Pins {
@@ -134,7 +148,9 @@ impl ToolTable {
         let pin = Pin::of(def);
         match self.pins.get(name).copied() {
             Some(pinned) if pinned != pin => {
-                self.trusted.remove(name);
+                if let Some(old) = self.trusted.remove(name) {
+                    self.schema_bytes -= old.bytes;
+                }
                 if self.pulled.insert(name.to_owned()) {
                     records.push(AuditRecord::RugPull {
                         tool: name.to_owned(),
@@ -188,18 +204,30 @@ impl ToolTable {
         if self.trusted.get(name).is_some_and(|t| t.pin == pin) {
             return true;
         }
-        let compiled = match def.get("inputSchema") {
+        if let Some(old) = self.trusted.remove(name) {
+            self.schema_bytes -= old.bytes;
+        }
+        let schema = def.get("inputSchema");
+        let bytes = schema.map_or(0, |s| s.to_string().len());
+        if self.schema_bytes + bytes > self.max_schema_bytes {
+            records.push(withheld(
+                name,
+                "the tool schemas kept exceed their byte budget",
+            ));
+            return false;
+        }
+        let compiled = match schema {
             Some(schema @ Value::Object(_)) => ToolSchema::compile(schema.clone()),
             _ => Err("inputSchema must be an object".to_owned()),
         };
         match compiled {
             Ok(schema) => {
+                self.schema_bytes += bytes;
                 self.trusted
-                    .insert(name.to_owned(), Trusted { pin, schema });
+                    .insert(name.to_owned(), Trusted { pin, schema, bytes });
                 true
             }
             Err(why) => {
-                self.trusted.remove(name);
                 records.push(withheld(name, &format!("unusable inputSchema: {why}")));
                 false
             }

@@ -509,3 +509,30 @@ fn lines_over_the_frame_cap_are_refused_on_both_sides_without_buffering_them() {
     assert!(s.wrap.buffered() <= 257);
     assert!(matches!(s.seen.end, Some(End::ClientInvalid { .. })));
 }
+
+#[test]
+fn the_schemas_kept_stay_within_their_budget_however_many_pages_are_listed() {
+    let mut config = Config::default();
+    config.limits.max_frame_bytes = 4096;
+    let mut s = Session::new(config);
+    s.handshake();
+    let big = "x".repeat(1500);
+    for page in 0..20 {
+        s.client(&json!({"jsonrpc":"2.0","id":100 + page,"method":"tools/list"}).to_string());
+        let upstream_id = s.last_upstream()["id"].clone();
+        let tool = json!({"name": format!("t{page}"), "inputSchema": {"type":"object","description": big}});
+        s.upstream(&json!({"jsonrpc":"2.0","id":upstream_id,"result":{"tools":[tool],"nextCursor":"more"}}).to_string());
+        assert!(
+            s.wrap.schema_bytes() <= 2 * 4096,
+            "{}",
+            s.wrap.schema_bytes()
+        );
+    }
+    let withheld = s
+        .seen
+        .audit
+        .iter()
+        .filter(|r| matches!(r, AuditRecord::ToolWithheld { reason, .. } if reason.contains("byte budget")))
+        .count();
+    assert!(withheld > 0);
+}
