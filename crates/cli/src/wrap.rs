@@ -8,7 +8,9 @@
 //! threads); the sans-IO core is [`portcullis_wrap::Wrap`], carried out by
 //! [`driver`]. Threads ([`threads`]): the client reader (our stdin), the
 //! upstream's stdout reader (each at most [`CREDITS`] chunks ahead of the
-//! core), its stdin writer (at most [`UPSTREAM_QUEUE`] lines queued), its
+//! core), its stdin writer (at most [`UPSTREAM_QUEUE`] lines queued; the
+//! core never blocks on it: what does not fit waits in the driver, and no
+//! client chunk is taken meanwhile), its
 //! stderr passthrough (to our stderr, as it comes) and the signal watcher.
 //!
 //! Ending: stdin EOF closes the upstream's stdin; the session ends when
@@ -59,7 +61,7 @@ pub const EXIT_UPSTREAM: u8 = 5;
 /// Chunks each reader may hold ahead of the core.
 const CREDITS: usize = 4;
 /// Lines queued for the upstream's stdin.
-const UPSTREAM_QUEUE: usize = 8;
+const UPSTREAM_QUEUE: usize = 2;
 
 /// Arguments of `portcullis wrap`.
 #[derive(Debug, Args)]
@@ -171,6 +173,9 @@ pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         journal,
         pins_write: args.pins_write.clone(),
         to_upstream: Some(lines_tx),
+        backlog: std::collections::VecDeque::new(),
+        withheld_credits: 0,
+        close_upstream_input: false,
         client_credits,
         upstream_credits,
         upstream,

@@ -3,8 +3,9 @@
 //! It carries out every effect in order, keeps the clock (milliseconds
 //! since start) and the end-of-session steps.
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
 use portcullis_wire::transcript::render_bytes;
@@ -23,6 +24,15 @@ pub struct Driver {
     pub journal: Option<WrapJournal>,
     pub pins_write: Option<PathBuf>,
     pub to_upstream: Option<SyncSender<Vec<u8>>>,
+    /// Lines for the upstream that did not fit its queue. The core never
+    /// blocks on the upstream (which may be blocked writing to us): while
+    /// this holds anything, no client chunk is taken (its credit is
+    /// withheld), so it holds at most what one chunk produced.
+    pub backlog: VecDeque<Vec<u8>>,
+    pub withheld_credits: usize,
+    /// The client's input ended: close the upstream's stdin once the
+    /// backlog is written.
+    pub close_upstream_input: bool,
     pub client_credits: SyncSender<()>,
     pub upstream_credits: SyncSender<()>,
     pub upstream: Upstream,
@@ -138,8 +148,13 @@ impl Driver {
             Event::Client(bytes) => {
                 let effects = self.wrap.from_client(&bytes, now);
                 self.carry_out(effects);
-                let _ = self.client_credits.try_send(());
+                if self.backlog.is_empty() {
+                    let _ = self.client_credits.try_send(());
+                } else {
+                    self.withheld_credits += 1;
+                }
             }
+            Event::UpstreamWrote => self.flush_backlog(),
             Event::ClientEof => {
                 let effects = self.wrap.client_eof(now);
                 self.carry_out(effects);
@@ -156,11 +171,41 @@ impl Driver {
             Event::UpstreamStdinClosed => {
                 tracing::warn!("the upstream closed its stdin");
                 self.to_upstream = None;
+                self.flush_backlog();
             }
             Event::Signal(code) => {
                 self.upstream.signal(Signal::TERM);
                 self.exit = Some(code);
             }
+        }
+    }
+
+    /// Move backlog lines into the upstream's queue while there is room;
+    /// once empty, hand back the withheld client credits (and close the
+    /// upstream's stdin if the client's input ended).
+    fn flush_backlog(&mut self) {
+        while let Some(line) = self.backlog.pop_front() {
+            let Some(tx) = &self.to_upstream else {
+                self.backlog.clear();
+                break;
+            };
+            match tx.try_send(line) {
+                Ok(()) => {}
+                Err(TrySendError::Full(line)) => {
+                    self.backlog.push_front(line);
+                    return;
+                }
+                Err(TrySendError::Disconnected(_)) => {
+                    self.to_upstream = None;
+                    self.backlog.clear();
+                }
+            }
+        }
+        for _ in 0..std::mem::take(&mut self.withheld_credits) {
+            let _ = self.client_credits.try_send(());
+        }
+        if self.close_upstream_input {
+            self.to_upstream = None;
         }
     }
 
@@ -174,11 +219,8 @@ impl Driver {
                     }
                 }
                 Effect::ToUpstream(line) => {
-                    if let Some(tx) = &self.to_upstream
-                        && tx.send(line.into_bytes()).is_err()
-                    {
-                        self.to_upstream = None;
-                    }
+                    self.backlog.push_back(line.into_bytes());
+                    self.flush_backlog();
                 }
                 Effect::Quarantine(q) => tracing::warn!(
                     line = q.line,
@@ -206,7 +248,8 @@ impl Driver {
                     }
                 }
                 Effect::EndUpstreamInput => {
-                    self.to_upstream = None;
+                    self.close_upstream_input = true;
+                    self.flush_backlog();
                     self.input_ended = Some(Instant::now());
                 }
                 Effect::Close(end) => {

@@ -17,6 +17,8 @@ pub enum Event {
     ClientEof,
     Upstream(Vec<u8>),
     UpstreamEof,
+    /// One line was written to the upstream's stdin (room in its queue).
+    UpstreamWrote,
     /// Writing to the upstream's stdin failed (it closed it or exited).
     UpstreamStdinClosed,
     /// SIGINT or SIGTERM: end now with this exit status.
@@ -74,6 +76,9 @@ pub fn write_upstream(mut stdin: ChildStdin, lines: &Receiver<Vec<u8>>, events: 
     for line in lines {
         if stdin.write_all(&line).and_then(|()| stdin.flush()).is_err() {
             let _ = events.send(Event::UpstreamStdinClosed);
+            return;
+        }
+        if events.send(Event::UpstreamWrote).is_err() {
             return;
         }
     }

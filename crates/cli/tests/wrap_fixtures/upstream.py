@@ -14,6 +14,9 @@ Usage: upstream.py MODE
   rug-pull       the second tools/list shows a changed `echo`
   slow-call      never answers tools/call; logs cancellations
   lingers        ignores end of input and SIGTERM
+  flood          like good, plus after every ping answer an over-long junk
+                 line ($FLOOD_BYTES, default 2 MiB) and an unsolicited answer
+                 nearly a frame long; received lines are not logged
 """
 
 import json
@@ -55,8 +58,10 @@ def main():
     print(f"upstream started pid={os.getpid()}", file=sys.stderr, flush=True)
     if MODE == "lingers":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    flood = int(os.environ.get("FLOOD_BYTES", 2 * 1024 * 1024))
     for line in sys.stdin:
-        print("recv: " + line.rstrip("\n"), file=sys.stderr, flush=True)
+        if MODE != "flood":
+            print("recv: " + line.rstrip("\n"), file=sys.stderr, flush=True)
         message = json.loads(line)
         method = message.get("method")
         if "id" not in message:
@@ -90,6 +95,9 @@ def main():
             result = {}
         response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         send(response)
+        if MODE == "flood" and method == "ping":
+            write("#" * flood + "\n")
+            send({"jsonrpc": "2.0", "id": 10**9, "result": {"pad": "y" * (flood // 3)}})
         if MODE == "junk":
             send(response)
             send({"jsonrpc": "2.0", "id": 999, "result": {}})
