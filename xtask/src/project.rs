@@ -198,7 +198,7 @@ path = "fuzz_targets/strict_json.rs"
     }
 
     #[test]
-    fn the_real_fuzz_manifest_declares_the_seven_harnesses() {
+    fn the_real_fuzz_manifest_declares_its_harnesses() {
         let targets = Project::locate().fuzz_targets().unwrap();
         assert_eq!(
             targets,
@@ -209,7 +209,8 @@ path = "fuzz_targets/strict_json.rs"
                 "stdout_frames",
                 "strict_json",
                 "authz_expansion",
-                "schema_nesting"
+                "schema_nesting",
+                "wrap_session"
             ]
         );
     }

@@ -34,6 +34,7 @@ mod policy_cmd;
 mod replay;
 mod shutdown;
 mod stdio;
+mod wrap;
 
 /// A strict stdio boundary in front of an MCP server.
 #[derive(Debug, Parser)]
@@ -65,6 +66,14 @@ enum Command {
     /// complete protocol messages (a release gate: exit 0 pass, 1 fail,
     /// 2 cannot launch).
     Check(check::CheckArgs),
+    /// Put the strict boundary in front of an existing stdio MCP server,
+    /// in both directions: `portcullis wrap [--policy FILE] [--pins FILE]
+    /// [--pins-write FILE] [--audit FILE] -- COMMAND [ARGS...]`. Exit
+    /// status: 0 when the client ended and everything was answered, 2 on
+    /// a startup error, 3 on an invalid client frame, 4 when stdout could
+    /// not be written, 5 when the upstream ended its output with the
+    /// session open, 130 / 143 on SIGINT / SIGTERM.
+    Wrap(wrap::WrapArgs),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +90,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run(&args, stdout.into_writer()),
         Command::Replay(args) => replay::run(&args, stdout.into_writer()),
         Command::Check(args) => check::run(&args, stdout.into_writer()),
+        Command::Wrap(args) => wrap::run(&args, stdout),
     };
     match result {
         Ok(code) => code,

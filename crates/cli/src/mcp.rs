@@ -221,7 +221,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(driver.serve(&events)))
 }
 
-fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
+pub fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
     let mut bad_env = None;
     let filter = match level {

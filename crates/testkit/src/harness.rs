@@ -31,6 +31,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("strict_json", strict_json),
     ("authz_expansion", crate::authz_harness::authz_expansion),
     ("schema_nesting", crate::schema_nesting::schema_nesting),
+    ("wrap_session", crate::wrap_harness::wrap_session),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz

@@ -30,6 +30,7 @@ pub mod regressions;
 pub mod schema_closure;
 pub mod schema_nesting;
 pub mod session;
+pub mod wrap_harness;
 
 pub use recorder::Recorder;
 pub use session::{Chunking, SessionReport, run_session};

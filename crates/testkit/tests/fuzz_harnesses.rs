@@ -94,3 +94,8 @@ fn authz_expansion() {
 fn schema_nesting() {
     check("schema_nesting");
 }
+
+#[test]
+fn wrap_session() {
+    check("wrap_session");
+}

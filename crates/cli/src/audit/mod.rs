@@ -47,7 +47,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-pub use self::journal::{Journal, OutcomeRecord};
+pub use self::journal::{Journal, OutcomeRecord, rfc3339};
 
 /// Arguments of `portcullis audit`.
 #[derive(Debug, Args)]

@@ -278,6 +278,36 @@ pub struct Policy {
     pub credentials: BTreeMap<String, CredentialSource>,
     /// `[[tools]]`, in file order.
     pub tools: Vec<ToolSpec>,
+    /// `[wrap]` (used by `portcullis wrap` only).
+    pub wrap: WrapSettings,
+}
+
+/// Default time `portcullis wrap` waits for the upstream to answer one
+/// request.
+pub const DEFAULT_WRAP_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `[wrap]`: what `portcullis wrap` forwards to an upstream server beyond
+/// its fixed method set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrapSettings {
+    /// Tools the client may call even when they are not pinned (they are
+    /// pinned on first sight). `None`: only pinned tools.
+    pub tools: Option<Vec<String>>,
+    /// Further client methods forwarded (`resources/read`, `prompts/get`,
+    /// ...); every other one is answered "method not found" by the wrapper.
+    pub methods: Vec<String>,
+    /// How long to wait for the upstream's answer to one request.
+    pub request_timeout: Duration,
+}
+
+impl Default for WrapSettings {
+    fn default() -> Self {
+        Self {
+            tools: None,
+            methods: Vec::new(),
+            request_timeout: DEFAULT_WRAP_REQUEST_TIMEOUT,
+        }
+    }
 }
 
 /// A policy with the credential values resolved for one run. The policy

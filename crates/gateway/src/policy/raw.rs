@@ -17,6 +17,18 @@ pub(super) struct RawPolicy {
     pub(super) credentials: BTreeMap<String, RawCredential>,
     #[serde(default)]
     pub(super) tools: Vec<RawTool>,
+    pub(super) wrap: Option<RawWrap>,
+}
+
+/// `[wrap]`: what `portcullis wrap` lets through to an upstream server
+/// beyond its fixed set of methods.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWrap {
+    pub(super) tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub(super) methods: Vec<String>,
+    pub(super) request_timeout_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]

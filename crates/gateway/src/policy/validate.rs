@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use super::raw::{RawHttp, RawPolicy, RawServer, RawSsh, RawTool};
+use super::raw::{RawHttp, RawPolicy, RawServer, RawSsh, RawTool, RawWrap};
 use super::url_template::parse_url_template;
 use super::{
     CredentialSource, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SESSION_IDS,
     DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, Location, MAX_FRAME_BYTES_CEILING, Policy,
-    PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec, default_port, normalize_host,
+    PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec, WrapSettings, default_port,
+    normalize_host,
 };
 use crate::schema::ToolSchema;
 use crate::template::Template;
@@ -57,11 +58,51 @@ impl Validator<'_> {
             }
             tools.push(tool);
         }
+        let wrap = match raw.wrap {
+            Some(raw_wrap) => self.wrap(raw_wrap)?,
+            None => WrapSettings::default(),
+        };
         Ok(Policy {
             source: self.file.to_owned(),
             server,
             credentials,
             tools,
+            wrap,
+        })
+    }
+
+    fn wrap(&self, raw: RawWrap) -> Result<WrapSettings, PolicyError> {
+        let named = |field: &str, names: &[String]| {
+            for name in names {
+                if name.is_empty() || name.chars().any(char::is_control) {
+                    return Err(self.err(
+                        None,
+                        field,
+                        "each entry must be a non-empty name without control characters",
+                    ));
+                }
+            }
+            Ok(())
+        };
+        if let Some(tools) = &raw.tools {
+            named("wrap.tools", tools)?;
+        }
+        named("wrap.methods", &raw.methods)?;
+        let request_timeout = match raw.request_timeout_ms {
+            None => super::DEFAULT_WRAP_REQUEST_TIMEOUT,
+            Some(ms @ 1..=3_600_000) => Duration::from_millis(ms),
+            Some(_) => {
+                return Err(self.err(
+                    None,
+                    "wrap.request_timeout_ms",
+                    "must be between 1 and 3600000",
+                ));
+            }
+        };
+        Ok(WrapSettings {
+            tools: raw.tools,
+            methods: raw.methods,
+            request_timeout,
         })
     }
 

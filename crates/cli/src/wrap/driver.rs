@@ -1,0 +1,280 @@
+//! The core loop: the only owner of the [`Wrap`] core, the client's frame
+//! writer, the upstream's stdin channel, the journal and the pins file.
+//! It carries out every effect in order, keeps the clock (milliseconds
+//! since start) and the end-of-session steps.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::time::{Duration, Instant};
+
+use portcullis_wire::transcript::render_bytes;
+use portcullis_wrap::{Effect, End, Wrap};
+use rustix::process::Signal;
+
+use super::journal::WrapJournal;
+use super::threads::Event;
+use super::upstream::{TERM_WAIT, Upstream};
+use super::{EXIT_CLOSED, EXIT_FINISHED, EXIT_STDOUT, EXIT_UPSTREAM};
+use crate::stdio::FrameWriter;
+
+pub struct Driver {
+    pub wrap: Wrap,
+    pub writer: FrameWriter,
+    pub journal: Option<WrapJournal>,
+    pub pins_write: Option<PathBuf>,
+    pub to_upstream: Option<SyncSender<Vec<u8>>>,
+    /// Lines for the upstream that did not fit its queue. The core never
+    /// blocks on the upstream (which may be blocked writing to us): while
+    /// this holds anything, no client chunk is taken (its credit is
+    /// withheld), so it holds at most what one chunk produced.
+    pub backlog: VecDeque<Vec<u8>>,
+    pub withheld_credits: usize,
+    /// The client's input ended: close the upstream's stdin once the
+    /// backlog is written.
+    pub close_upstream_input: bool,
+    pub client_credits: SyncSender<()>,
+    pub upstream_credits: SyncSender<()>,
+    pub upstream: Upstream,
+    pub grace: Duration,
+    pub started: Instant,
+    /// When the client's input ended (the upstream's stdin was closed then).
+    pub input_ended: Option<Instant>,
+    /// Steps taken to end an upstream that outlives its stdin.
+    pub term_sent: bool,
+    pub kill_sent: bool,
+    pub exit: Option<u8>,
+}
+
+impl Driver {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub fn serve(mut self, events: &Receiver<Event>) -> u8 {
+        let code = loop {
+            if let Some(code) = self.exit {
+                break code;
+            }
+            self.escalate();
+            let wake = self.next_wakeup();
+            let event = match wake {
+                Some(at) => match events.recv_timeout(at.saturating_duration_since(Instant::now()))
+                {
+                    Ok(event) => Some(event),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break EXIT_UPSTREAM,
+                },
+                None => match events.recv() {
+                    Ok(event) => Some(event),
+                    Err(_) => break EXIT_UPSTREAM,
+                },
+            };
+            if let Some(event) = event {
+                self.handle(event);
+            }
+            let effects = self.wrap.tick(self.now_ms());
+            self.carry_out(effects);
+        };
+        // Nothing more goes to the upstream; it gets its grace period,
+        // then SIGTERM, then SIGKILL (at once after a signal).
+        self.to_upstream = None;
+        let grace = if code > 128 {
+            Duration::ZERO
+        } else {
+            self.grace
+        };
+        self.upstream.end(grace);
+        if let Some(journal) = &mut self.journal {
+            journal.sync();
+        }
+        let c = self.wrap.counters();
+        tracing::info!(
+            exit = code,
+            client_frames = c.client_frames,
+            rejected = c.client_rejected,
+            denied = c.calls_denied,
+            upstream_lines = c.upstream_lines,
+            quarantined = c.quarantined,
+            dropped = c.dropped,
+            rug_pulls = c.rug_pulls,
+            timeouts = c.timeouts,
+            "wrap session over"
+        );
+        code
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        let deadline = self
+            .wrap
+            .next_deadline()
+            .map(|ms| self.started + Duration::from_millis(ms));
+        let step = self.input_ended.map(|at| {
+            if !self.term_sent {
+                at + self.grace
+            } else if !self.kill_sent {
+                at + self.grace + TERM_WAIT
+            } else {
+                at + self.grace + TERM_WAIT * 2
+            }
+        });
+        [deadline, step].into_iter().flatten().min()
+    }
+
+    /// After the client's input ended, an upstream that keeps its stdout
+    /// open past the grace period gets SIGTERM, then SIGKILL; if its stdout
+    /// still does not end, the session ends as if it had.
+    fn escalate(&mut self) {
+        let Some(at) = self.input_ended else { return };
+        let waited = at.elapsed();
+        if !self.term_sent && waited >= self.grace {
+            self.term_sent = true;
+            tracing::warn!(
+                "the upstream did not end its output within the grace period; sending SIGTERM"
+            );
+            self.upstream.signal(Signal::TERM);
+        } else if self.term_sent && !self.kill_sent && waited >= self.grace + TERM_WAIT {
+            self.kill_sent = true;
+            self.upstream.signal(Signal::KILL);
+        } else if self.kill_sent && waited >= self.grace + TERM_WAIT * 2 {
+            let effects = self.wrap.upstream_eof(self.now_ms());
+            self.carry_out(effects);
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        let now = self.now_ms();
+        match event {
+            Event::Client(bytes) => {
+                let effects = self.wrap.from_client(&bytes, now);
+                self.carry_out(effects);
+                if self.backlog.is_empty() {
+                    let _ = self.client_credits.try_send(());
+                } else {
+                    self.withheld_credits += 1;
+                }
+            }
+            Event::UpstreamWrote => self.flush_backlog(),
+            Event::ClientEof => {
+                let effects = self.wrap.client_eof(now);
+                self.carry_out(effects);
+            }
+            Event::Upstream(bytes) => {
+                let effects = self.wrap.from_upstream(&bytes, now);
+                self.carry_out(effects);
+                let _ = self.upstream_credits.try_send(());
+            }
+            Event::UpstreamEof => {
+                let effects = self.wrap.upstream_eof(now);
+                self.carry_out(effects);
+            }
+            Event::UpstreamStdinClosed => {
+                tracing::warn!("the upstream closed its stdin");
+                self.to_upstream = None;
+                self.flush_backlog();
+            }
+            Event::Signal(code) => {
+                self.upstream.signal(Signal::TERM);
+                self.exit = Some(code);
+            }
+        }
+    }
+
+    /// Move backlog lines into the upstream's queue while there is room;
+    /// once empty, hand back the withheld client credits (and close the
+    /// upstream's stdin if the client's input ended).
+    fn flush_backlog(&mut self) {
+        while let Some(line) = self.backlog.pop_front() {
+            let Some(tx) = &self.to_upstream else {
+                self.backlog.clear();
+                break;
+            };
+            match tx.try_send(line) {
+                Ok(()) => {}
+                Err(TrySendError::Full(line)) => {
+                    self.backlog.push_front(line);
+                    return;
+                }
+                Err(TrySendError::Disconnected(_)) => {
+                    self.to_upstream = None;
+                    self.backlog.clear();
+                }
+            }
+        }
+        for _ in 0..std::mem::take(&mut self.withheld_credits) {
+            let _ = self.client_credits.try_send(());
+        }
+        if self.close_upstream_input {
+            self.to_upstream = None;
+        }
+    }
+
+    fn carry_out(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::ToClient(line) => {
+                    if self.writer.write_frame(line.as_bytes()).is_err() && self.exit.is_none() {
+                        tracing::error!("cannot write to stdout (the client went away); ending");
+                        self.exit = Some(EXIT_STDOUT);
+                    }
+                }
+                Effect::ToUpstream(line) => {
+                    self.backlog.push_back(line.into_bytes());
+                    self.flush_backlog();
+                }
+                Effect::Quarantine(q) => tracing::warn!(
+                    line = q.line,
+                    reason = %q.reason,
+                    bytes = %render_bytes(&q.bytes),
+                    "quarantined upstream stdout line (not forwarded)"
+                ),
+                Effect::Audit(record) => {
+                    tracing::debug!(record = %record.to_json(), "audit");
+                    if let Some(journal) = &mut self.journal {
+                        journal.append(&record);
+                    }
+                }
+                Effect::Notice(text) => tracing::warn!("{text}"),
+                Effect::PinsChanged(pins) => {
+                    if let Some(path) = &self.pins_write {
+                        match super::pins_file::write(path, &pins) {
+                            Ok(()) => {
+                                tracing::info!(pins = pins.len(), file = %path.display(), "pins written")
+                            }
+                            Err(err) => {
+                                tracing::error!(error = %err, file = %path.display(), "cannot write the pins file")
+                            }
+                        }
+                    }
+                }
+                Effect::EndUpstreamInput => {
+                    self.close_upstream_input = true;
+                    self.flush_backlog();
+                    self.input_ended = Some(Instant::now());
+                }
+                Effect::Close(end) => {
+                    let code = match &end {
+                        End::Finished => EXIT_FINISHED,
+                        End::ClientInvalid {
+                            line,
+                            stage,
+                            reason,
+                            ..
+                        } => {
+                            tracing::warn!(line, %stage, %reason, "closing the session on an invalid client frame");
+                            EXIT_CLOSED
+                        }
+                        End::UpstreamExited { unanswered } => {
+                            tracing::warn!(
+                                unanswered,
+                                "the upstream ended its output while the session was open"
+                            );
+                            EXIT_UPSTREAM
+                        }
+                    };
+                    self.exit.get_or_insert(code);
+                }
+            }
+        }
+    }
+}

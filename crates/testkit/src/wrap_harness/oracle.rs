@@ -1,0 +1,464 @@
+//! The judge of a wrap session. It shares no code with the wrap core: it
+//! splits lines itself, parses them with serde_json (lenient, then its own
+//! checks: an object, `"jsonrpc":"2.0"`, a string or integer id, no
+//! duplicate keys via the independent detector in `harness`), and
+//! validates tool arguments with `jsonschema` directly.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use crate::harness::has_duplicate_keys;
+
+/// Splits a byte stream into complete lines, as the oracle sees them.
+#[derive(Debug, Default)]
+pub struct Lines {
+    partial: Vec<u8>,
+}
+
+impl Lines {
+    /// The complete lines in `bytes` (newline and one `\r` stripped).
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let mut lines = Vec::new();
+        for &b in bytes {
+            if b == b'\n' {
+                let mut line = std::mem::take(&mut self.partial);
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                lines.push(line);
+            } else if self.partial.len() <= 1 << 20 {
+                self.partial.push(b);
+            }
+        }
+        lines
+    }
+}
+
+/// A line that is one JSON-RPC 2.0 message by the oracle's own reading.
+pub fn valid_message(line: &[u8], max_bytes: usize) -> Option<Map<String, Value>> {
+    if line.is_empty() || line.len() > max_bytes {
+        return None;
+    }
+    let text = std::str::from_utf8(line).ok()?;
+    let Value::Object(message) = serde_json::from_str::<Value>(text).ok()? else {
+        return None;
+    };
+    if has_duplicate_keys(text) != Some(false)
+        || message.get("jsonrpc") != Some(&Value::from("2.0"))
+    {
+        return None;
+    }
+    let known = ["jsonrpc", "id", "method", "params", "result", "error"];
+    if message.keys().any(|k| !known.contains(&k.as_str())) {
+        return None;
+    }
+    match message.get("id") {
+        None | Some(Value::String(_)) => {}
+        Some(Value::Number(n)) if n.is_i64() && n.as_i64()?.unsigned_abs() < 1 << 53 => {}
+        Some(_) => return None,
+    }
+    if message.get("params").is_some_and(|p| !p.is_object()) {
+        return None;
+    }
+    Some(message)
+}
+
+/// Numbers compared as doubles, so `10` and `1e1` are one value.
+pub fn normalized(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => n
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Value::Null, Value::Number),
+        Value::Array(a) => Value::Array(a.iter().map(normalized).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), normalized(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn without(message: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    let mut m = message.clone();
+    for k in keys {
+        m.remove(*k);
+    }
+    m
+}
+
+fn cancel_params(message: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let mut params = message.get("params")?.as_object()?.clone();
+    params.remove("requestId");
+    Some(params)
+}
+
+/// Everything the oracle has seen, and its verdicts.
+#[derive(Debug, Default)]
+pub struct Oracle {
+    pub(crate) max_bytes: usize,
+    client_lines: Lines,
+    upstream_lines: Lines,
+    /// Valid client messages, by the oracle's reading.
+    client_sent: Vec<Map<String, Value>>,
+    /// Ids of valid client requests, and whether they were answered.
+    client_requests: HashMap<String, bool>,
+    /// Valid upstream messages.
+    upstream_sent: Vec<Map<String, Value>>,
+    /// Ids of upstream requests (its own ids) that reached the upstream's answer side.
+    upstream_ids_received: HashSet<i64>,
+    /// Answers the upstream received, by the upstream-request id.
+    upstream_answered: HashSet<String>,
+    /// Ids the client was asked with.
+    client_asked: HashSet<String>,
+    /// The first definition of each tool the client was shown (normalized,
+    /// as shown).
+    first_shown: HashMap<String, (Value, Value)>,
+    /// The latest definition of each tool the upstream listed (and the
+    /// wrapper processed).
+    latest: HashMap<String, Value>,
+    /// Client frames already forwarded, by index.
+    forwarded: HashSet<usize>,
+}
+
+impl Oracle {
+    pub(crate) fn new(max_bytes: usize) -> Self {
+        Self {
+            max_bytes,
+            ..Self::default()
+        }
+    }
+
+    /// The client wrote `bytes`.
+    pub(crate) fn client_wrote(&mut self, bytes: &[u8]) {
+        for line in self.client_lines.feed(bytes) {
+            if let Some(m) = valid_message(&line, self.max_bytes) {
+                if let (Some(id), true) = (m.get("id"), m.contains_key("method")) {
+                    self.client_requests.entry(id.to_string()).or_insert(false);
+                }
+                self.client_sent.push(m);
+            }
+        }
+    }
+
+    /// The upstream wrote `bytes`; `listed` when the wrapper answered a
+    /// tools/list from them.
+    pub(crate) fn upstream_wrote(&mut self, bytes: &[u8], listed: bool) {
+        for line in self.upstream_lines.feed(bytes) {
+            let Some(m) = valid_message(&line, self.max_bytes) else {
+                continue;
+            };
+            if listed
+                && let Some(tools) = m
+                    .get("result")
+                    .and_then(|r| r.get("tools"))
+                    .and_then(Value::as_array)
+            {
+                let mut seen = HashSet::new();
+                for tool in tools {
+                    if let Some(name) = tool.get("name").and_then(Value::as_str)
+                        && seen.insert(name.to_owned())
+                    {
+                        self.latest.insert(name.to_owned(), normalized(tool));
+                    }
+                }
+            }
+            self.upstream_sent.push(m);
+        }
+    }
+
+    /// Judge one line the upstream received.
+    pub(crate) fn upstream_received(&mut self, line: &[u8]) {
+        let body = line
+            .strip_suffix(b"\n")
+            .expect("a line to the upstream ends with a newline");
+        let value: Value = serde_json::from_slice(body).unwrap_or_else(|e| {
+            panic!(
+                "the upstream received a line that is not JSON ({e}): {}",
+                show(line)
+            )
+        });
+        assert_eq!(
+            canonical(&value),
+            body,
+            "the upstream received a non-canonical line: {}",
+            show(line)
+        );
+        let m = valid_message(body, usize::MAX)
+            .unwrap_or_else(|| panic!("the upstream received an invalid message: {}", show(line)));
+        let method = m.get("method").and_then(Value::as_str);
+        match (method, m.get("id")) {
+            (Some("notifications/cancelled"), None) => self.judge_cancel(&m, line),
+            (Some(_), id) => {
+                if let Some(id) = id {
+                    let n = id.as_i64().unwrap_or_else(|| {
+                        panic!("the upstream received a string id: {}", show(line))
+                    });
+                    assert!(
+                        self.upstream_ids_received.insert(n),
+                        "the upstream received id {n} twice"
+                    );
+                }
+                let wanted = without(&m, &["id"]);
+                let found = self.client_sent.iter().enumerate().find(|(i, c)| {
+                    !self.forwarded.contains(i)
+                        && c.contains_key("id") == id.is_some()
+                        && without(c, &["id"]) == wanted
+                });
+                let Some((index, client)) = found else {
+                    panic!(
+                        "the upstream received a message no valid client frame asked for: {}",
+                        show(line)
+                    );
+                };
+                let client = client.clone();
+                self.forwarded.insert(index);
+                if method == Some("tools/call") {
+                    self.judge_call(&client, line);
+                }
+            }
+            (None, Some(id)) => {
+                let asked = self
+                    .upstream_sent
+                    .iter()
+                    .any(|u| u.get("id") == Some(id) && u.contains_key("method"));
+                assert!(
+                    asked,
+                    "the upstream received an answer to a request it never sent: {}",
+                    show(line)
+                );
+                assert!(
+                    self.upstream_answered.insert(id.to_string()),
+                    "the upstream received two answers for {id}"
+                );
+                let answer = without(&m, &["id"]);
+                assert!(
+                    self.client_sent.iter().any(|c| c.contains_key("id")
+                        && !c.contains_key("method")
+                        && without(c, &["id"]) == answer),
+                    "the upstream received an answer the client never gave: {}",
+                    show(line)
+                );
+            }
+            (None, None) => panic!(
+                "the upstream received an error without an id: {}",
+                show(line)
+            ),
+        }
+    }
+
+    fn judge_cancel(&self, m: &Map<String, Value>, line: &[u8]) {
+        let target = m
+            .get("params")
+            .and_then(|p| p.get("requestId"))
+            .and_then(Value::as_i64);
+        assert!(
+            target.is_some_and(|n| self.upstream_ids_received.contains(&n)),
+            "the upstream was told to cancel a request it never received: {}",
+            show(line)
+        );
+        let params = cancel_params(m);
+        let timed_out =
+            params.as_ref().and_then(|p| p.get("reason")) == Some(&Value::from("timed out"));
+        let from_client = self.client_sent.iter().any(|c| {
+            c.get("method") == Some(&Value::from("notifications/cancelled"))
+                && cancel_params(c) == params
+        });
+        assert!(
+            timed_out || from_client,
+            "a cancellation no client sent: {}",
+            show(line)
+        );
+    }
+
+    fn judge_call(&self, client: &Map<String, Value>, line: &[u8]) {
+        let params = &client["params"];
+        let name = params["name"].as_str().expect("a tools/call names a tool");
+        let Some((first, shown)) = self.first_shown.get(name) else {
+            panic!(
+                "tools/call {name:?} reached the upstream but the client was never shown it: {}",
+                show(line)
+            );
+        };
+        if let Some(latest) = self.latest.get(name) {
+            assert_eq!(
+                latest,
+                first,
+                "tools/call {name:?} reached the upstream after its definition changed (rug pull): {}",
+                show(line)
+            );
+        }
+        let schema = &shown["inputSchema"];
+        let arguments = params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        let valid = jsonschema::validator_for(schema).is_ok_and(|v| v.is_valid(&arguments));
+        assert!(
+            valid,
+            "tools/call {name:?} reached the upstream with arguments outside its schema: {}",
+            show(line)
+        );
+    }
+
+    /// Judge one line the client received.
+    pub(crate) fn client_received(&mut self, line: &[u8]) {
+        assert_eq!(
+            line.iter().filter(|&&b| b == b'\n').count(),
+            1,
+            "one newline per line: {}",
+            show(line)
+        );
+        let body = line
+            .strip_suffix(b"\n")
+            .expect("a line to the client ends with a newline");
+        let value: Value = serde_json::from_slice(body).unwrap_or_else(|e| {
+            panic!(
+                "the client received a line that is not JSON ({e}): {}",
+                show(line)
+            )
+        });
+        assert_eq!(
+            canonical(&value),
+            body,
+            "non-canonical line to the client: {}",
+            show(line)
+        );
+        assert!(
+            value.get("id") != Some(&Value::Null),
+            "\"id\": null reached the client: {}",
+            show(line)
+        );
+        let m = valid_message(body, usize::MAX)
+            .unwrap_or_else(|| panic!("the client received an invalid message: {}", show(line)));
+        let method = m.get("method").and_then(Value::as_str);
+        match (method, m.get("id")) {
+            (None, Some(id)) => {
+                let answered = self
+                    .client_requests
+                    .get_mut(&id.to_string())
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "the client received an answer to a request it never sent: {}",
+                            show(line)
+                        )
+                    });
+                assert!(
+                    !*answered,
+                    "the client received a second answer for id {id}: {}",
+                    show(line)
+                );
+                *answered = true;
+                self.judge_answer(&m, line);
+            }
+            (None, None) => assert!(
+                m.contains_key("error"),
+                "a result without an id: {}",
+                show(line)
+            ),
+            (Some(_), Some(id)) => {
+                assert!(
+                    self.client_asked.insert(id.to_string()),
+                    "the client was asked twice with id {id}"
+                );
+                let wanted = without(&m, &["id"]);
+                assert!(
+                    self.upstream_sent
+                        .iter()
+                        .any(|u| u.contains_key("id") && without(u, &["id"]) == wanted),
+                    "the client received a request the upstream never sent: {}",
+                    show(line)
+                );
+            }
+            (Some(method), None) => {
+                let from_upstream = self.upstream_sent.iter().any(|u| {
+                    !u.contains_key("id")
+                        && u.get("method") == Some(&Value::from(method))
+                        && if method == "notifications/cancelled" {
+                            cancel_params(u) == cancel_params(&m)
+                        } else {
+                            u.get("params") == m.get("params")
+                        }
+                });
+                assert!(
+                    from_upstream,
+                    "the client received a notification the upstream never sent: {}",
+                    show(line)
+                );
+            }
+        }
+    }
+
+    fn judge_answer(&mut self, m: &Map<String, Value>, line: &[u8]) {
+        let sent = &self.upstream_sent;
+        let answers = |key: &'static str| {
+            sent.iter()
+                .filter(|u| u.contains_key("id") && !u.contains_key("method"))
+                .filter_map(move |u| u.get(key))
+        };
+        if let Some(error) = m.get("error") {
+            let code = error
+                .get("code")
+                .and_then(Value::as_i64)
+                .unwrap_or_default();
+            let ours = matches!(code, -32700 | -32603 | -32602 | -32601 | -32600 | -32022);
+            assert!(
+                ours || answers("error").any(|e| e == error),
+                "an error neither ours nor the upstream's: {}",
+                show(line)
+            );
+            return;
+        }
+        let result = &m["result"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"] == true
+            && (text.starts_with("denied:") || text.starts_with("arguments do not match"))
+        {
+            return;
+        }
+        if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+            let listed = answers("result").any(|r| {
+                let upstream = r.get("tools").and_then(Value::as_array);
+                upstream.is_some_and(|u| tools.iter().all(|t| u.contains(t)))
+            });
+            assert!(
+                listed,
+                "a tools/list answer with tools the upstream never listed: {}",
+                show(line)
+            );
+            let tools = tools.clone();
+            for tool in &tools {
+                let name = tool["name"].as_str().unwrap_or_default().to_owned();
+                self.first_shown
+                    .entry(name)
+                    .or_insert_with(|| (normalized(tool), tool.clone()));
+            }
+            return;
+        }
+        assert!(
+            answers("result").any(|r| r == result),
+            "a result the upstream never sent: {}",
+            show(line)
+        );
+    }
+}
+
+/// The canonical line: the JSON-RPC members in the order the
+/// specification lists them, each value compact with sorted keys.
+fn canonical(value: &Value) -> Vec<u8> {
+    let mut out = String::from("{");
+    for key in ["jsonrpc", "id", "method", "params", "result", "error"] {
+        if let Some(v) = value.get(key) {
+            if out.len() > 1 {
+                out.push(',');
+            }
+            out.push_str(&format!("\"{key}\":{v}"));
+        }
+    }
+    out.push('}');
+    out.into_bytes()
+}
+
+fn show(line: &[u8]) -> String {
+    portcullis_wire::transcript::render_bytes(line)
+}

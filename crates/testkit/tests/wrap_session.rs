@@ -1,0 +1,67 @@
+//! The `wrap_session` seed corpus goes deep: between them the seeds reach
+//! a forwarded call, denied calls (rug pull, schema), quarantined upstream
+//! lines, dropped responses, a timeout, a rug pull and an upstream crash —
+//! and each seed holds every property under both session policies.
+
+use arbitrary::Unstructured;
+use portcullis_gateway::OnInvalid;
+use portcullis_testkit::regressions::workspace_root;
+use portcullis_testkit::wrap_harness::{Reached, ops, run};
+
+fn seed(name: &str) -> Reached {
+    let path = workspace_root().join("corpus/wrap_session").join(name);
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let ops = ops::ops(&mut Unstructured::new(&bytes)).expect("decodes");
+    run(&ops, OnInvalid::Close)
+}
+
+#[test]
+fn a_call_to_a_listed_tool_reaches_the_upstream() {
+    let r = seed("happy_call");
+    assert_eq!(r.calls_forwarded, 1, "{r:?}");
+    assert_eq!(r.calls_denied, 0);
+}
+
+#[test]
+fn a_rug_pull_denies_the_call() {
+    let r = seed("rug_pull");
+    assert_eq!(r.counters.rug_pulls, 1, "{r:?}");
+    assert_eq!((r.calls_forwarded, r.calls_denied), (0, 1));
+}
+
+#[test]
+fn a_respelled_listing_is_the_same_tool() {
+    let r = seed("respelled_same_tool");
+    assert_eq!(r.counters.rug_pulls, 0, "{r:?}");
+    assert_eq!(r.calls_forwarded, 1);
+}
+
+#[test]
+fn calls_outside_the_schema_or_the_list_are_denied_and_a_valid_one_passes() {
+    let r = seed("schema_denials");
+    assert_eq!((r.calls_forwarded, r.calls_denied), (1, 3), "{r:?}");
+}
+
+#[test]
+fn upstream_junk_is_quarantined() {
+    let r = seed("upstream_junk");
+    assert_eq!(r.counters.quarantined, 3, "{r:?}");
+}
+
+#[test]
+fn duplicate_and_unsolicited_answers_are_dropped() {
+    assert_eq!(seed("duplicate_answer").counters.dropped, 2);
+}
+
+#[test]
+fn a_silent_upstream_times_out() {
+    let r = seed("timeout_then_late_answer");
+    assert_eq!((r.counters.timeouts, r.counters.dropped), (1, 1), "{r:?}");
+}
+
+#[test]
+fn an_upstream_crash_ends_the_session() {
+    let r = seed("crash_mid_request");
+    assert!(r.upstream_exited, "{r:?}");
+    assert_eq!(r.counters.quarantined, 1);
+}

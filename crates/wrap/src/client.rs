@@ -1,0 +1,356 @@
+//! The client direction: every frame passes the stages of `portcullis mcp`
+//! (framing cap, UTF-8, strict JSON, JSON-RPC, then the gateway's MCP stage
+//! `admit`: lifecycle, era, id length and reuse), then the wrapper's own
+//! routing: a fixed set of methods (plus the policy's `[wrap] methods`) is
+//! forwarded, `tools/call` only through the tool gate, a response only when
+//! it answers an upstream request in flight. What is forwarded is the
+//! canonical encoding of the parsed message under an upstream id of ours.
+//!
+//! Refusals follow the gateway's error-reply rules: echo the id when it
+//! could be read and was never used; otherwise never `"id": null` (omit
+//! the id where the revision permits and only under `close`, else write
+//! nothing); never answer a notification or a response; under `close`,
+//! the first invalid frame ends the session.
+
+use portcullis_gateway::mcp::{self, McpRequest, Revision};
+use portcullis_gateway::{OnInvalid, reply};
+use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
+use portcullis_wire::{
+    ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage, parse_message, utf8,
+};
+use serde_json::{Map, Value, json};
+
+use crate::effect::{AuditRecord, Effect, End};
+use crate::encode::Message;
+use crate::session::{Asked, Pending, UPSTREAM_ERROR, Wrap};
+
+/// Client requests forwarded whatever the policy says.
+pub const FORWARDED_REQUESTS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+/// Client notifications forwarded whatever the policy says
+/// (`notifications/cancelled` is forwarded with the upstream's id).
+pub const FORWARDED_NOTIFICATIONS: [&str; 4] = [
+    "notifications/initialized",
+    "notifications/cancelled",
+    "notifications/progress",
+    "notifications/roots/list_changed",
+];
+
+impl Wrap {
+    pub(crate) fn client_event(
+        &mut self,
+        line: u64,
+        event: FrameEvent<'_>,
+        effects: &mut Vec<Effect>,
+    ) {
+        if self.closed {
+            return;
+        }
+        self.counters.client_frames += 1;
+        let frame = match event {
+            FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, effects),
+            FrameEvent::Frame(bytes) => bytes,
+        };
+        let message = utf8::decode(frame).and_then(|text| parse_message(text, &self.config.limits));
+        let message = match message {
+            Ok(message) => message,
+            Err(rejection) => return self.refuse(line, rejection, effects),
+        };
+        match message {
+            RpcMessage::Response { id, result } => {
+                self.client_answer(line, frame, &id, Ok(result), effects)
+            }
+            RpcMessage::Error {
+                id: Some(id),
+                error,
+            } => {
+                self.client_answer(line, frame, &id, Err(error), effects);
+            }
+            RpcMessage::Error { id: None, .. } => {
+                let refusal = "an error without an id answers no request";
+                self.refuse(line, mcp_rejection(frame, refusal, None), effects);
+            }
+            RpcMessage::Request {
+                ref id, ref method, ..
+            } if method == "server/discover"
+                && !self.config.methods.contains("server/discover") =>
+            {
+                // Answered here, before admission, so that a client probing for
+                // the modern era falls back to `initialize` in the same session.
+                let id = id.clone();
+                if self.mcp.claim_id_for_error(&id) {
+                    self.error_to_client(
+                        Some(&id),
+                        METHOD_NOT_FOUND,
+                        "method not found: server/discover".into(),
+                        effects,
+                    );
+                } else {
+                    let reason = "request id reused or too long";
+                    self.refuse(line, mcp_rejection(frame, reason, None), effects);
+                }
+            }
+            message => {
+                let method = match &message {
+                    RpcMessage::Request { method, .. }
+                    | RpcMessage::Notification { method, .. } => method.to_string(),
+                    _ => String::new(),
+                };
+                let params = match &message {
+                    RpcMessage::Request { params, .. }
+                    | RpcMessage::Notification { params, .. } => params.clone(),
+                    _ => None,
+                };
+                match mcp::admit(&mut self.mcp, message) {
+                    Ok(request) => self.route(line, &method, params, request, effects),
+                    Err(refusal) => {
+                        let rejection = portcullis_wire::Rejection::new(
+                            Stage::Mcp,
+                            refusal.code,
+                            refusal.message,
+                            frame,
+                        )
+                        .with_id(refusal.id);
+                        self.refuse(line, rejection, effects);
+                    }
+                }
+            }
+        }
+    }
+
+    fn route(
+        &mut self,
+        line: u64,
+        method: &str,
+        params: Option<Map<String, Value>>,
+        request: McpRequest,
+        effects: &mut Vec<Effect>,
+    ) {
+        match request {
+            McpRequest::Initialize { id, .. } => {
+                self.forward(
+                    line,
+                    id,
+                    method,
+                    params.as_ref(),
+                    Asked::Initialize,
+                    effects,
+                );
+            }
+            McpRequest::ToolsList { id, .. } => {
+                self.forward(line, id, method, params.as_ref(), Asked::ToolsList, effects);
+            }
+            McpRequest::Ping { id, .. } | McpRequest::Discover { id, .. } => {
+                self.forward(line, id, method, params.as_ref(), Asked::Other, effects);
+            }
+            McpRequest::ToolsCall { id, revision, call } => {
+                match self.tools.check_call(&call.name, call.arguments) {
+                    Ok(()) => {
+                        self.forward(line, id, method, params.as_ref(), Asked::Other, effects)
+                    }
+                    Err(denial) => {
+                        self.counters.calls_denied += 1;
+                        let text = denial.to_string();
+                        effects.push(Effect::Audit(AuditRecord::CallDenied {
+                            line,
+                            tool: call.name.clone(),
+                            reason: text.clone(),
+                        }));
+                        if matches!(denial, crate::tools::Denial::Changed(_)) {
+                            effects.push(Effect::Notice(format!(
+                                "denied a call to {:?}: the tool changed since it was pinned",
+                                call.name
+                            )));
+                        }
+                        let result = reply::call_tool(revision, &text, true);
+                        self.send_client(
+                            Message::Response {
+                                id: &id,
+                                result: &result,
+                            },
+                            effects,
+                        );
+                    }
+                }
+            }
+            McpRequest::Unknown { id, method: asked } => {
+                if self.config.methods.contains(&asked) {
+                    self.forward(line, id, method, params.as_ref(), Asked::Other, effects);
+                } else {
+                    let message = format!(
+                        "method not found: {}",
+                        portcullis_wire::strict_json::display_name(&asked)
+                    );
+                    self.error_to_client(Some(&id), METHOD_NOT_FOUND, message, effects);
+                }
+            }
+            McpRequest::Cancelled(client_id) => {
+                let found = self
+                    .pending
+                    .iter()
+                    .find(|(_, p)| p.client_id == client_id)
+                    .map(|(n, _)| *n);
+                if let Some(upstream_id) = found {
+                    self.pending.remove(&upstream_id);
+                    let mut params = params.unwrap_or_default();
+                    params.insert("requestId".into(), Value::from(upstream_id));
+                    self.send_upstream(
+                        Message::Notification {
+                            method,
+                            params: Some(&params),
+                        },
+                        effects,
+                    );
+                }
+            }
+            McpRequest::Ignored => {
+                let forwarded = FORWARDED_NOTIFICATIONS.contains(&method)
+                    && method != "notifications/cancelled"
+                    || self.config.methods.contains(method);
+                if forwarded {
+                    self.send_upstream(
+                        Message::Notification {
+                            method,
+                            params: params.as_ref(),
+                        },
+                        effects,
+                    );
+                }
+            }
+        }
+    }
+
+    fn forward(
+        &mut self,
+        line: u64,
+        client_id: Id,
+        method: &str,
+        params: Option<&Map<String, Value>>,
+        asked: Asked,
+        effects: &mut Vec<Effect>,
+    ) {
+        if self.pending.len() >= self.config.max_in_flight {
+            let message = format!(
+                "too many requests in flight (at most {}); wait for answers",
+                self.config.max_in_flight
+            );
+            return self.error_to_client(Some(&client_id), UPSTREAM_ERROR, message, effects);
+        }
+        let upstream_id = self.next_upstream_id;
+        self.next_upstream_id += 1;
+        let id = Id::Int(upstream_id);
+        self.send_upstream(
+            Message::Request {
+                id: &id,
+                method,
+                params,
+            },
+            effects,
+        );
+        self.pending.insert(
+            upstream_id,
+            Pending {
+                client_id,
+                asked,
+                method: method.to_owned(),
+                line,
+                deadline: self.now.saturating_add(self.config.request_timeout_ms),
+            },
+        );
+    }
+
+    /// A client response: forwarded only when it answers an upstream
+    /// request in flight (under the upstream's own id).
+    fn client_answer(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        id: &Id,
+        answer: Result<Value, ErrorObject>,
+        effects: &mut Vec<Effect>,
+    ) {
+        let upstream_id = match id {
+            Id::Int(n) => self.asked_client.get(n).map(|_| *n),
+            Id::Str(_) => None,
+        };
+        let Some(n) = upstream_id else {
+            let reason = "a response that answers no request in flight";
+            return self.refuse(line, mcp_rejection(frame, reason, None), effects);
+        };
+        if let Ok(result) = &answer
+            && !result.is_object()
+        {
+            let reason = "a result must be an object";
+            return self.refuse(line, mcp_rejection(frame, reason, None), effects);
+        }
+        let Some(upstream_id) = self.asked_client.remove(&n) else {
+            return;
+        };
+        match &answer {
+            Ok(result) => self.send_upstream(
+                Message::Response {
+                    id: &upstream_id,
+                    result,
+                },
+                effects,
+            ),
+            Err(error) => self.send_upstream(
+                Message::Error {
+                    id: Some(&upstream_id),
+                    error,
+                },
+                effects,
+            ),
+        }
+    }
+
+    /// Record a refused client frame and answer it per the error-reply rules.
+    fn refuse(&mut self, line: u64, rejection: Rejection, effects: &mut Vec<Effect>) {
+        self.counters.client_rejected += 1;
+        effects.push(Effect::Audit(AuditRecord::ClientRejected {
+            line,
+            stage: rejection.stage,
+            code: rejection.code,
+            fingerprint: rejection.fingerprint,
+        }));
+        let close = self.config.on_invalid == OnInvalid::Close;
+        let may_omit_id = close
+            && self
+                .mcp
+                .revision()
+                .is_some_and(Revision::allows_error_without_id);
+        let echoed = rejection
+            .id
+            .clone()
+            .filter(|id| rejection.stage == Stage::Mcp || self.mcp.claim_id_for_error(id));
+        if echoed.is_some() || may_omit_id {
+            let error = ErrorObject {
+                code: rejection.code,
+                message: rejection.reason.clone(),
+                data: Some(json!({
+                    "stage": rejection.stage.as_str(),
+                    "fingerprint": rejection.fingerprint.to_hex(),
+                })),
+            };
+            self.send_client(
+                Message::Error {
+                    id: echoed.as_ref(),
+                    error: &error,
+                },
+                effects,
+            );
+        }
+        if close {
+            let end = End::ClientInvalid {
+                line,
+                stage: rejection.stage,
+                code: rejection.code,
+                reason: rejection.reason,
+            };
+            self.close(end, effects);
+        }
+    }
+}
+
+fn mcp_rejection(frame: &[u8], reason: &str, id: Option<Id>) -> Rejection {
+    Rejection::new(Stage::Mcp, INVALID_REQUEST, reason, frame).with_id(id)
+}

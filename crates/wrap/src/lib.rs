@@ -1,0 +1,31 @@
+//! The sans-IO core of `portcullis wrap`: the strict boundary of
+//! `portcullis mcp`, put in front of any existing stdio MCP server and
+//! applied in both directions.
+//!
+//! [`Wrap`] is a state machine like the gateway's: client bytes, upstream
+//! bytes, end of input on either side and the clock go in; [`Effect`]s come
+//! out (write to the client, write to the upstream, quarantine an upstream
+//! line, audit, pins changed, close the upstream's input, end). Modules in
+//! data-flow order: [`client`] judges the client's frames and routes them,
+//! [`tools`] is the tool gate (allowlist, [`pin`]s, pinned input schemas),
+//! [`upstream`] judges the upstream's lines, [`encode`] writes the canonical
+//! encoding of what was judged, [`session`] holds the shared state (id
+//! tables, deadlines) and the ways a session ends, [`config`] its settings.
+
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod config;
+pub mod effect;
+pub mod encode;
+pub mod pin;
+pub mod session;
+pub mod tools;
+pub mod upstream;
+
+pub use config::Config;
+pub use effect::{AuditRecord, Counters, Dropped, Effect, End, Quarantined};
+pub use encode::Line;
+pub use pin::{Pin, Pins, parse_pins, render_pins};
+pub use session::Wrap;
+pub use tools::Denial;

@@ -1,0 +1,325 @@
+//! The sans-IO wrap session: client bytes, upstream bytes and the clock
+//! in; [`Effect`]s out.
+//!
+//! [`Wrap::from_client`], [`Wrap::from_upstream`], [`Wrap::client_eof`],
+//! [`Wrap::upstream_eof`] and [`Wrap::tick`] each return the effects the
+//! driver must carry out, in order. No threads, no I/O: time is a number
+//! of milliseconds the driver passes in. The client direction is judged in
+//! [`crate::client`], the upstream direction in [`crate::upstream`]; this
+//! file holds the state both share and the ways a session ends.
+//!
+//! Ids: every client request forwarded gets an upstream id of ours (an
+//! integer, counting up), and every upstream request forwarded gets a
+//! client-facing id of ours; each table maps back to the peer's own id and
+//! holds at most [`Config::max_in_flight`] entries, so what the session
+//! keeps does not grow with its length. A response is forwarded only when
+//! its id is in the table, and the entry leaves with it: no request is
+//! answered twice, and nothing is answered that was not asked.
+
+use std::collections::BTreeMap;
+
+use portcullis_gateway::mcp::{Revision, SessionState};
+use portcullis_wire::{ErrorObject, FrameReader, Id};
+use serde_json::{Map, Value};
+
+use crate::config::Config;
+use crate::effect::{AuditRecord, Counters, Effect, End};
+use crate::encode::Message;
+use crate::tools::ToolTable;
+
+/// The error code a request gets when the upstream cannot answer it
+/// (gone, too slow).
+pub const UPSTREAM_ERROR: i64 = -32603;
+
+/// What a forwarded client request is, for its answer's sake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Asked {
+    Initialize,
+    ToolsList,
+    Other,
+}
+
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) client_id: Id,
+    pub(crate) asked: Asked,
+    pub(crate) method: String,
+    pub(crate) line: u64,
+    pub(crate) deadline: u64,
+}
+
+/// One wrap session's boundary.
+#[derive(Debug)]
+pub struct Wrap {
+    pub(crate) config: Config,
+    pub(crate) client_reader: FrameReader,
+    pub(crate) upstream_reader: FrameReader,
+    pub(crate) mcp: SessionState,
+    pub(crate) tools: ToolTable,
+    /// Client requests forwarded, by the upstream id we gave them.
+    pub(crate) pending: BTreeMap<i64, Pending>,
+    pub(crate) next_upstream_id: i64,
+    /// Upstream requests forwarded, by the client-facing id we gave them.
+    pub(crate) asked_client: BTreeMap<i64, Id>,
+    pub(crate) next_client_id: i64,
+    pub(crate) now: u64,
+    pub(crate) client_ended: bool,
+    pub(crate) closed: bool,
+    pub(crate) counters: Counters,
+}
+
+impl Wrap {
+    /// A fresh session.
+    pub fn new(config: Config) -> Self {
+        let max_frame = config.limits.max_frame_bytes;
+        Self {
+            client_reader: FrameReader::new(max_frame),
+            upstream_reader: FrameReader::new(max_frame),
+            mcp: SessionState::new(config.max_id_bytes, config.max_session_ids),
+            tools: ToolTable::new(
+                config.pins.clone(),
+                config.allowed_tools.clone(),
+                config.max_tools,
+                config
+                    .limits
+                    .max_frame_bytes
+                    .saturating_mul(crate::config::SCHEMA_BYTES_PER_FRAME),
+            ),
+            config,
+            pending: BTreeMap::new(),
+            next_upstream_id: 1,
+            asked_client: BTreeMap::new(),
+            next_client_id: 1,
+            now: 0,
+            client_ended: false,
+            closed: false,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Bytes the client wrote (our stdin), in any chunking, at `now` ms.
+    pub fn from_client(&mut self, bytes: &[u8], now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        if !self.closed && !self.client_ended {
+            let mut reader = std::mem::replace(&mut self.client_reader, FrameReader::new(0));
+            reader.feed(bytes, |line, event| {
+                self.client_event(line, event, &mut effects);
+            });
+            self.client_reader = reader;
+        }
+        effects
+    }
+
+    /// Bytes the upstream wrote on its stdout, in any chunking, at `now` ms.
+    pub fn from_upstream(&mut self, bytes: &[u8], now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        if !self.closed {
+            let mut reader = std::mem::replace(&mut self.upstream_reader, FrameReader::new(0));
+            reader.feed(bytes, |line, event| {
+                self.upstream_event(line, event, &mut effects);
+            });
+            self.upstream_reader = reader;
+        }
+        effects
+    }
+
+    /// The client closed our stdin: a partial last frame is refused, and
+    /// the upstream's stdin is closed. The session goes on until the
+    /// upstream has answered what is in flight and ended its stdout.
+    pub fn client_eof(&mut self, now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        if self.closed || self.client_ended {
+            return effects;
+        }
+        let mut reader = std::mem::replace(&mut self.client_reader, FrameReader::new(0));
+        reader.finish(|line, event| self.client_event(line, event, &mut effects));
+        self.client_reader = reader;
+        self.client_ended = true;
+        if !self.closed {
+            effects.push(Effect::EndUpstreamInput);
+        }
+        effects
+    }
+
+    /// The upstream's stdout ended (it exited or closed it): every request
+    /// in flight is answered with an error and the session ends.
+    pub fn upstream_eof(&mut self, now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        if self.closed {
+            return effects;
+        }
+        let mut reader = std::mem::replace(&mut self.upstream_reader, FrameReader::new(0));
+        reader.finish(|line, event| self.upstream_event(line, event, &mut effects));
+        self.upstream_reader = reader;
+        if self.closed {
+            return effects;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let unanswered = pending.len();
+        for p in pending.into_values() {
+            let message = format!(
+                "the upstream server exited before answering {}",
+                portcullis_wire::strict_json::display_name(&p.method)
+            );
+            self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
+        }
+        self.asked_client.clear();
+        effects.push(Effect::Audit(AuditRecord::UpstreamExited { unanswered }));
+        let end = if self.client_ended && unanswered == 0 {
+            End::Finished
+        } else {
+            End::UpstreamExited { unanswered }
+        };
+        self.close(end, &mut effects);
+        effects
+    }
+
+    /// The clock moved to `now` ms: requests past their deadline are
+    /// answered with an error, and the upstream is told to cancel them.
+    pub fn tick(&mut self, now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        if self.closed {
+            return effects;
+        }
+        let late: Vec<i64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= self.now)
+            .map(|(id, _)| *id)
+            .collect();
+        for upstream_id in late {
+            let Some(p) = self.pending.remove(&upstream_id) else {
+                continue;
+            };
+            self.counters.timeouts += 1;
+            effects.push(Effect::Audit(AuditRecord::TimedOut {
+                line: p.line,
+                method: p.method.clone(),
+            }));
+            let message = format!(
+                "the upstream server did not answer {} within {} ms",
+                portcullis_wire::strict_json::display_name(&p.method),
+                self.config.request_timeout_ms
+            );
+            self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
+            self.cancel_upstream(upstream_id, "timed out", &mut effects);
+        }
+        effects
+    }
+
+    /// The earliest deadline of a request in flight, in ms.
+    pub fn next_deadline(&self) -> Option<u64> {
+        if self.closed {
+            return None;
+        }
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    /// What the session counted.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Whether the session is over.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Client requests waiting for the upstream.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The revision the client's first request fixed, once known.
+    pub fn revision(&self) -> Option<Revision> {
+        self.mcp.revision()
+    }
+
+    /// Bytes held for incomplete lines, both directions (each at most
+    /// `max_frame_bytes + 1`).
+    pub fn buffered(&self) -> usize {
+        self.client_reader.buffered() + self.upstream_reader.buffered()
+    }
+
+    /// Serialized bytes of the input schemas the tool gate keeps (at most
+    /// [`crate::config::SCHEMA_BYTES_PER_FRAME`] × `max_frame_bytes`).
+    pub fn schema_bytes(&self) -> usize {
+        self.tools.schema_bytes()
+    }
+
+    /// Entries in the two id tables (each at most `max_in_flight`).
+    pub fn id_entries(&self) -> usize {
+        self.pending.len() + self.asked_client.len()
+    }
+
+    pub(crate) fn send_client(&mut self, message: Message<'_>, effects: &mut Vec<Effect>) {
+        if self.closed {
+            return;
+        }
+        if let Some(line) = message.encode() {
+            self.counters.to_client += 1;
+            effects.push(Effect::ToClient(line));
+        }
+    }
+
+    pub(crate) fn send_upstream(&mut self, message: Message<'_>, effects: &mut Vec<Effect>) {
+        if self.closed || self.client_ended_upstream_input() {
+            return;
+        }
+        if let Some(line) = message.encode() {
+            self.counters.to_upstream += 1;
+            effects.push(Effect::ToUpstream(line));
+        }
+    }
+
+    /// After the client's EOF the upstream's stdin is closed: nothing more
+    /// can be written to it.
+    fn client_ended_upstream_input(&self) -> bool {
+        self.client_ended
+    }
+
+    pub(crate) fn error_to_client(
+        &mut self,
+        id: Option<&Id>,
+        code: i64,
+        message: String,
+        effects: &mut Vec<Effect>,
+    ) {
+        let error = ErrorObject {
+            code,
+            message,
+            data: None,
+        };
+        self.send_client(Message::Error { id, error: &error }, effects);
+    }
+
+    pub(crate) fn cancel_upstream(
+        &mut self,
+        upstream_id: i64,
+        reason: &str,
+        effects: &mut Vec<Effect>,
+    ) {
+        let mut params = Map::new();
+        params.insert("requestId".into(), Value::from(upstream_id));
+        params.insert("reason".into(), Value::String(reason.to_owned()));
+        self.send_upstream(
+            Message::Notification {
+                method: "notifications/cancelled",
+                params: Some(&params),
+            },
+            effects,
+        );
+    }
+
+    pub(crate) fn close(&mut self, end: End, effects: &mut Vec<Effect>) {
+        if !self.closed {
+            self.closed = true;
+            effects.push(Effect::Close(end));
+        }
+    }
+}
