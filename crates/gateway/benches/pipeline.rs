@@ -351,6 +351,13 @@ fn main() {
         );
     }
 
+    // `PIPELINE_PROFILE=<mix>`: run only that mix's pipeline for ten
+    // seconds, for `perf record` / `valgrind --tool=callgrind`.
+    if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
+        let mix = mixes.iter().find(|m| m.name == name).expect("a mix name");
+        time_slice("pipeline", mix, policy_of(mix), Duration::from_secs(10));
+        return;
+    }
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
