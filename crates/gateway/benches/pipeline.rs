@@ -342,6 +342,18 @@ fn main() {
     let mixes = [legacy(), large(), hostile()];
     let policies = [policy(false), policy(true)];
     let policy_of = |mix: &Mix| &policies[usize::from(mix.keep_open)];
+    // `PIPELINE_PROFILE=<mix>`: run only that mix's pipeline for ten
+    // seconds (`PIPELINE_PROFILE_SECS`), for `perf record` or
+    // `valgrind --tool=callgrind`.
+    if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
+        let mix = mixes.iter().find(|m| m.name == name).expect("a mix name");
+        let secs = std::env::var("PIPELINE_PROFILE_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(10);
+        time_slice("pipeline", mix, policy_of(mix), Duration::from_secs(secs));
+        return;
+    }
     for mix in &mixes {
         assert_eq!(
             pipeline(mix, policy_of(mix)),
@@ -351,13 +363,6 @@ fn main() {
         );
     }
 
-    // `PIPELINE_PROFILE=<mix>`: run only that mix's pipeline for ten
-    // seconds, for `perf record` / `valgrind --tool=callgrind`.
-    if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
-        let mix = mixes.iter().find(|m| m.name == name).expect("a mix name");
-        time_slice("pipeline", mix, policy_of(mix), Duration::from_secs(10));
-        return;
-    }
     let mut criterion = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
