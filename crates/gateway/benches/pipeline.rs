@@ -343,7 +343,8 @@ fn main() {
     let policies = [policy(false), policy(true)];
     let policy_of = |mix: &Mix| &policies[usize::from(mix.keep_open)];
     // `PIPELINE_PROFILE=<mix>`: run only that mix's pipeline for ten
-    // seconds (`PIPELINE_PROFILE_SECS`), for `perf record` or
+    // seconds (`PIPELINE_PROFILE_SECS`; another contender with
+    // `PIPELINE_PROFILE_CONTENDER`), for `perf record` or
     // `valgrind --tool=callgrind`.
     if let Ok(name) = std::env::var("PIPELINE_PROFILE") {
         let mix = mixes.iter().find(|m| m.name == name).expect("a mix name");
@@ -351,7 +352,9 @@ fn main() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(10);
-        time_slice("pipeline", mix, policy_of(mix), Duration::from_secs(secs));
+        let contender = std::env::var("PIPELINE_PROFILE_CONTENDER");
+        let contender = contender.as_deref().unwrap_or("pipeline");
+        time_slice(contender, mix, policy_of(mix), Duration::from_secs(secs));
         return;
     }
     for mix in &mixes {

@@ -296,12 +296,15 @@ fn faithful(
         .strip_prefix(scheme)
         .and_then(|r| r.strip_prefix("://"))
         .ok_or(Denial::Unfaithful("the scheme changed"))?;
-    if text.contains('#') || url.fragment().is_some() {
+    if text.as_bytes().contains(&b'#') || url.fragment().is_some() {
         return Err(Denial::Unfaithful("the URL has a fragment"));
     }
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority_end = rest
+        .bytes()
+        .position(|b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
     let (authority, rest) = rest.split_at(authority_end);
-    if authority.contains('@') || !url.username().is_empty() || url.password().is_some() {
+    if authority.as_bytes().contains(&b'@') || !url.username().is_empty() || url.password().is_some() {
         return Err(Denial::Unfaithful("the URL has user info"));
     }
     // The parser drops a scheme's default port; the authority is then the
