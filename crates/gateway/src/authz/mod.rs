@@ -22,7 +22,7 @@ use crate::template::{ExpandError, Template};
 
 mod action;
 
-pub use action::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
+pub use action::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand, TargetDisplay};
 
 /// Which part of an action a value was expanded into. Indexes count from 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
