@@ -72,6 +72,10 @@ coverage TARGET:
         -format=html -output-dir="target/coverage/{{TARGET}}"
     echo "HTML report: target/coverage/{{TARGET}}/index.html"
 
+# The inbound boundary against serde_json (three mixes), latency and startup; last line pipeline_vs_serde_value=<ratio>.
+bench *FLAGS:
+    cargo xtask bench "$@"
+
 # Real MCP clients (Python SDK, TypeScript SDK v1/v2, Inspector CLI, rmcp) against the gateway; CHECKS default to all.
 interop *CHECKS:
     interop/run "$@"

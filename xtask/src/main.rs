@@ -8,6 +8,8 @@
 //!   plus `<name>.toml` (`summary`, `found`, `source`), replayed by `cargo test`.
 //! - `clusterfuzzlite-check` runs `.clusterfuzzlite/build.sh` locally and
 //!   checks that every target lands in `$OUT`.
+//! - `bench` runs the pipeline benchmark and the startup check and prints
+//!   their table, ending with `pipeline_vs_serde_value=<ratio>`.
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
@@ -22,6 +24,7 @@
               are its output, unlike the boundary crates where stdout is the protocol"
 )]
 
+mod bench;
 mod budget;
 mod cflite;
 mod libfuzzer;
@@ -65,6 +68,10 @@ enum Cmd {
         #[arg(long, default_value = "nightly")]
         toolchain: String,
     },
+    /// Benchmark the inbound boundary against serde_json (three mixes),
+    /// its latency and the release binary's startup; the last line is
+    /// `pipeline_vs_serde_value=<ratio>`.
+    Bench(bench::Options),
     /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
     /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
     FuzzFlags {
@@ -80,6 +87,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Nightly(opts) => nightly::run(&project, &opts),
         Cmd::Promote(opts) => promote::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
+        Cmd::Bench(opts) => bench::run(&project, &opts),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
             println!("{}", libfuzzer::flags_for(command, &dict).join(" "));

@@ -59,8 +59,8 @@ pub fn run(args: &ReplayArgs, out: impl Write) -> anyhow::Result<ExitCode> {
         run_session_reader(&policy, &mut std::io::stdin().lock(), reads, &recorder)
             .context("reading stdin")?
     } else {
-        let mut file = std::fs::File::open(&args.input)
-            .with_context(|| format!("reading {}", args.input))?;
+        let mut file =
+            std::fs::File::open(&args.input).with_context(|| format!("reading {}", args.input))?;
         run_session_reader(&policy, &mut file, reads, &recorder)
             .with_context(|| format!("reading {}", args.input))?
     };

@@ -137,7 +137,9 @@ fn replay_of_a_512_mib_single_line_capture_stays_within_one_frame_and_16_mib() {
         assert_eq!(code, Some(0));
         (
             small_kib + (MAX_FRAME_BYTES + 4 * 1024 * 1024) / 1024,
-            format!(" (debug build: {small_kib} KiB on a three-call capture + max_frame_bytes + 4 MiB)"),
+            format!(
+                " (debug build: {small_kib} KiB on a three-call capture + max_frame_bytes + 4 MiB)"
+            ),
         )
     };
     eprintln!(

@@ -317,9 +317,7 @@ fn latency(policy: &(Arc<Policy>, Arc<SecretStore>)) {
     for frame in &frames {
         let start = Instant::now();
         let effects = gateway.receive(frame);
-        let executed = effects
-            .iter()
-            .any(|e| matches!(e, Effect::Execute { .. }));
+        let executed = effects.iter().any(|e| matches!(e, Effect::Execute { .. }));
         nanos.push(start.elapsed().as_nanos() as f64);
         assert!(executed, "every latency frame is executed");
         black_box(effects);

@@ -52,25 +52,38 @@ fn capture() -> Vec<u8> {
         &mut out,
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
     );
-    line(&mut out, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    line(
+        &mut out,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
     for id in 2..40 {
-        line(&mut out, &format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"service_status","arguments":{{"service":"api-{id}"}}}}}}"#
-        ));
+        line(
+            &mut out,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"service_status","arguments":{{"service":"api-{id}"}}}}}}"#
+            ),
+        );
         // A ping between calls: its answer is ordered against the calls'
         // results by when outcomes are reported, which is what the read
         // size decides.
-        line(&mut out, &format!(
-            r#"{{"jsonrpc":"2.0","id":"p{id}","method":"ping"}}"#
-        ));
+        line(
+            &mut out,
+            &format!(r#"{{"jsonrpc":"2.0","id":"p{id}","method":"ping"}}"#),
+        );
         if id % 7 == 0 {
-            line(&mut out, r#"{"jsonrpc":"2.0","id":"bad","method":"tools/call","params":{"name":"service_status","arguments":{"service":"Not Valid"}}}"#);
+            line(
+                &mut out,
+                r#"{"jsonrpc":"2.0","id":"bad","method":"tools/call","params":{"name":"service_status","arguments":{"service":"Not Valid"}}}"#,
+            );
             line(&mut out, "not json");
         }
     }
     out.extend(std::iter::repeat_n(b'x', 3 * MAX_FRAME_BYTES));
     out.push(b'\n');
-    line(&mut out, r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"region_probe","arguments":{"host":"127.0.0.1"}}}"#);
+    line(
+        &mut out,
+        r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"region_probe","arguments":{"host":"127.0.0.1"}}}"#,
+    );
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":100,"method":"ping"}"#);
     out
 }
@@ -118,9 +131,13 @@ fn a_streamed_capture_replays_as_the_same_bytes_in_the_same_reads() {
                 sizes: &[5, 9000],
                 next: 0,
             };
-            let streamed =
-                run_session_reader(&policy, &mut stream, Reads::Exactly(n), &Recorder::default())
-                    .expect("reads");
+            let streamed = run_session_reader(
+                &policy,
+                &mut stream,
+                Reads::Exactly(n),
+                &Recorder::default(),
+            )
+            .expect("reads");
             same(&chunked, &streamed, &format!("reads of {n}"));
         }
     }
@@ -138,8 +155,13 @@ fn reads_of_one_frame_answer_in_another_order_than_one_read() {
         sizes: &[64],
         next: 0,
     };
-    let small = run_session_reader(&policy, &mut stream, Reads::Exactly(1), &Recorder::default())
-        .expect("reads");
+    let small = run_session_reader(
+        &policy,
+        &mut stream,
+        Reads::Exactly(1),
+        &Recorder::default(),
+    )
+    .expect("reads");
     assert_ne!(whole.stdout, small.stdout);
     assert_eq!(whole.actions, small.actions);
 }

@@ -89,7 +89,8 @@ fn corpus_dir() -> Option<PathBuf> {
 }
 
 fn decide(bytes: &[u8]) -> Decision {
-    let value = utf8::decode(bytes).and_then(|text| strict_json::parse_value(text, &Limits::default()));
+    let value =
+        utf8::decode(bytes).and_then(|text| strict_json::parse_value(text, &Limits::default()));
     // The borrowed reader (what the envelope uses for `params`) must decide
     // every case alike and read the same value.
     let borrowed = utf8::decode(bytes)

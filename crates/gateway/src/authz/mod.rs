@@ -304,7 +304,10 @@ fn faithful(
         .position(|b| b == b'/' || b == b'?')
         .unwrap_or(rest.len());
     let (authority, rest) = rest.split_at(authority_end);
-    if authority.as_bytes().contains(&b'@') || !url.username().is_empty() || url.password().is_some() {
+    if authority.as_bytes().contains(&b'@')
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
         return Err(Denial::Unfaithful("the URL has user info"));
     }
     // The parser drops a scheme's default port; the authority is then the
@@ -444,13 +447,7 @@ mod tests {
         let segments: Vec<Cow<'_, str>> = segments.iter().map(|s| Cow::Borrowed(*s)).collect();
         let query: Vec<(&str, Cow<'_, str>)> =
             query.iter().map(|(k, v)| (*k, Cow::Borrowed(*v))).collect();
-        faithful(
-            &Url::parse(url).unwrap(),
-            "http",
-            target,
-            &segments,
-            &query,
-        )
+        faithful(&Url::parse(url).unwrap(), "http", target, &segments, &query)
     }
 
     #[test]

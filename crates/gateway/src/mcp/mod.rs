@@ -282,10 +282,7 @@ fn lifecycle(
     }
 }
 
-fn initialize(
-    state: &mut SessionState,
-    params: Option<&Object<'_>>,
-) -> Result<Revision, Refusal> {
+fn initialize(state: &mut SessionState, params: Option<&Object<'_>>) -> Result<Revision, Refusal> {
     if state.initialized {
         return Err(Refusal::new(
             INVALID_REQUEST,

@@ -9,8 +9,9 @@ use super::raw::{RawHttp, RawPolicy, RawServer, RawSsh, RawTool};
 use super::url_template::parse_url_template;
 use super::{
     CredentialSource, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SESSION_IDS,
-    DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, LiteralOrigin, Location, MAX_FRAME_BYTES_CEILING, Policy,
-    PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec, default_port, normalize_host,
+    DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, LiteralOrigin, Location,
+    MAX_FRAME_BYTES_CEILING, Policy, PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec,
+    default_port, normalize_host,
 };
 use crate::schema::ToolSchema;
 use crate::template::Template;
