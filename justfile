@@ -88,6 +88,10 @@ coverage TARGET:
 coverage-all *FLAGS:
     cargo xtask coverage "$@"
 
+# The inbound boundary against serde_json (three mixes), latency and startup; last line pipeline_vs_serde_value=<ratio>.
+bench *FLAGS:
+    cargo xtask bench "$@"
+
 # Real MCP clients (Python SDK, TypeScript SDK v1/v2, Inspector CLI, rmcp) against the gateway; CHECKS default to all.
 interop *CHECKS:
     interop/run "$@"

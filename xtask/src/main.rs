@@ -17,6 +17,8 @@
 //! - `bugbench` applies each planted bug of `bugbench/` in a scratch
 //!   worktree and measures whether `cargo test` and how fast each fuzz
 //!   target catches it (`target/nightly/bugbench.{md,json}`).
+//! - `bench` runs the pipeline benchmark and the startup check and prints
+//!   their table, ending with `pipeline_vs_serde_value=<ratio>`.
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
@@ -31,6 +33,7 @@
               are its output, unlike the boundary crates where stdout is the protocol"
 )]
 
+mod bench;
 mod budget;
 mod bugbench;
 mod cflite;
@@ -87,6 +90,10 @@ enum Cmd {
     /// Mutation-test crates/wire and crates/gateway with cargo-mutants (installed
     /// if missing); write target/nightly/mutants.{md,json}; fail on survivors.
     Mutants(mutants::Options),
+    /// Benchmark the inbound boundary against serde_json (three mixes),
+    /// its latency and the release binary's startup; the last line is
+    /// `pipeline_vs_serde_value=<ratio>`.
+    Bench(bench::Options),
     /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
     /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
     FuzzFlags {
@@ -105,6 +112,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Mutants(opts) => mutants::run(&project, &opts),
         Cmd::Bugbench(opts) => bugbench::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
+        Cmd::Bench(opts) => bench::run(&project, &opts),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
             println!("{}", libfuzzer::flags_for(command, &dict).join(" "));

@@ -6,13 +6,13 @@
 //! maintainer's machine that has none of them. `--env-credentials` resolves
 //! them from the environment and files instead.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
-use portcullis_gateway::replay::{Chunking, Recorder, run_session_unchecked};
+use portcullis_gateway::replay::{Reads, Recorder, run_session_reader};
 use portcullis_gateway::{Policy, SecretStore};
 use portcullis_wire::transcript::check_transcript;
 use serde_json::json;
@@ -48,21 +48,22 @@ pub fn run(args: &ReplayArgs, out: impl Write) -> anyhow::Result<ExitCode> {
         SecretStore::stand_ins(&policy)
     };
     let policy = policy.bind_secrets(secrets);
-    let mut input = Vec::new();
-    if args.input == "-" {
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut input)
-            .context("reading stdin")?;
-    } else {
-        input = std::fs::read(&args.input).with_context(|| format!("reading {}", args.input))?;
-    }
-    let chunking = match args.chunk {
-        Some(n) => Chunking::Sizes(vec![usize::try_from(n).unwrap_or(usize::MAX)]),
-        None => Chunking::Whole,
+    // The capture is streamed, as `mcp` streams stdin: memory is bounded
+    // by the frame cap and the report, never by the capture's size.
+    let reads = match args.chunk {
+        Some(n) => Reads::Exactly(usize::try_from(n).unwrap_or(usize::MAX)),
+        None => Reads::Whole,
     };
     let recorder = Recorder::default();
-    let report = run_session_unchecked(&policy, &input, &chunking, &recorder);
+    let report = if args.input == "-" {
+        run_session_reader(&policy, &mut std::io::stdin().lock(), reads, &recorder)
+            .context("reading stdin")?
+    } else {
+        let mut file =
+            std::fs::File::open(&args.input).with_context(|| format!("reading {}", args.input))?;
+        run_session_reader(&policy, &mut file, reads, &recorder)
+            .with_context(|| format!("reading {}", args.input))?
+    };
     let transcript = check_transcript(&report.stdout);
 
     let mut out = std::io::BufWriter::new(out);

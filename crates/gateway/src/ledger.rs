@@ -77,7 +77,7 @@ impl JournalEntry {
             line,
             tool: action.tool().to_owned(),
             kind: action.kind(),
-            target: Fingerprint::of(action.describe_target().as_bytes()),
+            target: Fingerprint::of_display(&action.target_display()),
             outcome: None,
         }
     }

@@ -155,12 +155,29 @@ impl ToolSchema {
         arguments: Map<String, Value>,
     ) -> Result<Map<String, Value>, SchemaError> {
         let arguments = Value::Object(arguments);
-        let failures: Vec<KeywordFailure> = self
-            .validator
-            .iter_errors(&arguments)
-            .take(8)
-            .map(|err| describe(&err))
-            .collect();
+        // The yes/no answer is what almost every call needs, and it is much
+        // cheaper than collecting errors; the errors are collected (by the
+        // same validator) only for a call that fails.
+        let failures: Vec<KeywordFailure> = if self.validator.is_valid(&arguments) {
+            Vec::new()
+        } else {
+            let mut failures: Vec<KeywordFailure> = self
+                .validator
+                .iter_errors(&arguments)
+                .take(8)
+                .map(|err| describe(&err))
+                .collect();
+            if failures.is_empty() {
+                // Never reached while the two agree; if they ever do not,
+                // the call is refused, not let through.
+                failures.push(KeywordFailure {
+                    at: "/".to_owned(),
+                    keyword: "schema".to_owned(),
+                    wants: "does not match the schema".to_owned(),
+                });
+            }
+            failures
+        };
         if !failures.is_empty() {
             return Err(SchemaError::Mismatch {
                 tool: tool.to_owned(),

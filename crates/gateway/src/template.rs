@@ -4,6 +4,7 @@
 //! yields one plain string per URL component or argv element, and the caller
 //! turns those into data (`url::Url` via its setters, an argv vector).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
@@ -123,6 +124,22 @@ impl Template {
         self.expand_escaped(args, |text, out| out.push_str(text))
     }
 
+    /// [`Template::expand`], borrowing the text when the template is one
+    /// literal or one string argument (the common case, and no copy).
+    pub fn expand_cow<'a>(
+        &'a self,
+        args: &'a Map<String, Value>,
+    ) -> Result<Cow<'a, str>, ExpandError> {
+        match self.0.as_slice() {
+            [Piece::Lit(s)] => Ok(Cow::Borrowed(s)),
+            [Piece::Arg(name)] => match args.get(name) {
+                Some(Value::String(s)) => Ok(Cow::Borrowed(s)),
+                _ => self.expand(args).map(Cow::Owned),
+            },
+            _ => self.expand(args).map(Cow::Owned),
+        }
+    }
+
     /// Expand, passing each argument's text through `escape` (literal
     /// pieces are copied as written: the policy validator keeps them free of
     /// anything that needs escaping).
@@ -132,20 +149,32 @@ impl Template {
         escape: impl Fn(&str, &mut String),
     ) -> Result<String, ExpandError> {
         let mut out = String::new();
+        self.expand_escaped_into(args, &mut out, escape)?;
+        Ok(out)
+    }
+
+    /// [`Template::expand_escaped`], appending to `out` (on an error `out`
+    /// may hold part of the expansion).
+    pub fn expand_escaped_into(
+        &self,
+        args: &Map<String, Value>,
+        out: &mut String,
+        escape: impl Fn(&str, &mut String),
+    ) -> Result<(), ExpandError> {
         for piece in &self.0 {
             match piece {
                 Piece::Lit(s) => out.push_str(s),
                 Piece::Arg(name) => match args.get(name) {
-                    Some(Value::String(s)) => escape(s, &mut out),
+                    Some(Value::String(s)) => escape(s, out),
                     Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
-                        escape(&n.to_string(), &mut out)
+                        escape(&n.to_string(), out)
                     }
                     Some(_) => return Err(ExpandError::NotScalar(name.clone())),
                     None => return Err(ExpandError::Missing(name.clone())),
                 },
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Whether the template starts with a placeholder.

@@ -4,14 +4,21 @@
 //! with a message naming the member.
 
 use portcullis_gateway::mcp::params::{cancelled_request, initialize_params, tools_call_params};
-use portcullis_wire::Id;
-use serde_json::{Map, Value, json};
+use portcullis_wire::{Id, Limits, Object, RpcMessage, parse_message_borrowed};
+use serde_json::{Value, json};
 
-fn map(value: Value) -> Map<String, Value> {
-    let Value::Object(map) = value else {
-        panic!("not an object: {value}")
-    };
-    map
+/// `value` as the strict reader hands params to the MCP stage: an object
+/// parsed from text (leaked: a test's values live for the whole run).
+fn map(value: Value) -> Object<'static> {
+    let text = json!({"jsonrpc": "2.0", "method": "m", "params": value}).to_string();
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    match parse_message_borrowed(text, &Limits::default()) {
+        Ok(RpcMessage::Notification {
+            params: Some(params),
+            ..
+        }) => params,
+        other => panic!("not an object: {other:?}"),
+    }
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::path::Path;
 use portcullis_gateway::Policy;
 use portcullis_gateway::mcp::{Era, Revision, era_of, negotiate};
 use portcullis_gateway::reply;
-use serde_json::{Map, Value, json};
+use portcullis_wire::{Limits, Object, RpcMessage, parse_message_borrowed};
+use serde_json::{Value, json};
 
 const LEGACY: [Revision; 2] = [Revision::V2025_06_18, Revision::V2025_11_25];
 const MODERN: Revision = Revision::V2026_07_28;
@@ -173,13 +174,8 @@ fn eras_and_legacy_negotiation() {
 
 #[test]
 fn a_request_announces_the_modern_era_by_discover_or_by_its_meta() {
-    let meta = |version: Value| -> Map<String, Value> {
-        let Value::Object(map) =
-            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": version}})
-        else {
-            unreachable!()
-        };
-        map
+    let meta = |version: Value| {
+        object(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": version}}))
     };
     let modern = meta(json!("2026-07-28"));
     assert_eq!(era_of("server/discover", None), Era::Modern);
@@ -188,12 +184,22 @@ fn a_request_announces_the_modern_era_by_discover_or_by_its_meta() {
     // `initialize` is the legacy handshake whatever it carries.
     assert_eq!(era_of("initialize", Some(&modern)), Era::Legacy);
     assert_eq!(era_of("tools/call", None), Era::Legacy);
-    let Value::Object(other_meta) = json!({"_meta": {"other": 1}}) else {
-        unreachable!()
-    };
+    let other_meta = object(json!({"_meta": {"other": 1}}));
     assert_eq!(era_of("tools/call", Some(&other_meta)), Era::Legacy);
-    let Value::Object(not_object) = json!({"_meta": "x"}) else {
-        unreachable!()
-    };
+    let not_object = object(json!({"_meta": "x"}));
     assert_eq!(era_of("tools/call", Some(&not_object)), Era::Legacy);
+}
+
+/// `value` as the strict reader hands params to the MCP stage: an object
+/// parsed from text (leaked: a test's values live for the whole run).
+fn object(value: Value) -> Object<'static> {
+    let text = json!({"jsonrpc": "2.0", "method": "m", "params": value}).to_string();
+    let text: &'static str = Box::leak(text.into_boxed_str());
+    match parse_message_borrowed(text, &Limits::default()) {
+        Ok(RpcMessage::Notification {
+            params: Some(params),
+            ..
+        }) => params,
+        other => panic!("not an object: {other:?}"),
+    }
 }

@@ -5,7 +5,8 @@
 //! into newline-terminated frames under a hard size cap; [`utf8`] refuses
 //! anything that is not UTF-8; [`strict_json`] parses exactly one JSON value
 //! per frame under an I-JSON profile (no duplicate keys, bounded depth, exact
-//! integers); [`rpc`] classifies the value as a JSON-RPC request,
+//! integers), as a `serde_json::Value` or as a [`json::Json`] that borrows
+//! its strings from the frame; [`rpc`] classifies the value as a JSON-RPC request,
 //! notification or response (its typed [`id`] read as the envelope is). Every failure is a [`Rejection`] that names its
 //! [`Stage`], carries the JSON-RPC error code it maps to and a fingerprint of
 //! the frame, never the frame itself.
@@ -19,6 +20,7 @@
 pub mod encode;
 pub mod frame;
 pub mod id;
+pub mod json;
 pub mod limits;
 pub mod rejection;
 pub mod rpc;
@@ -28,9 +30,10 @@ pub mod utf8;
 
 pub use encode::{EncodeError, Outbound, encode};
 pub use frame::{FrameEvent, FrameReader};
+pub use json::{Json, Object};
 pub use limits::Limits;
 pub use rejection::{Fingerprint, Rejection, Stage};
-pub use rpc::{ErrorObject, Id, RpcMessage, parse_message};
+pub use rpc::{ErrorObject, Id, RpcMessage, parse_message, parse_message_borrowed};
 pub use transcript::{TranscriptViolation, Violation, check_line, check_transcript};
 
 /// JSON-RPC 2.0 error codes used at the boundary.

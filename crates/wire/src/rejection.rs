@@ -71,6 +71,22 @@ impl Fingerprint {
         Self(Sha256::digest(bytes).into())
     }
 
+    /// Fingerprint of `value`'s text, hashed as it is formatted: the text
+    /// is never built.
+    pub fn of_display(value: &impl fmt::Display) -> Self {
+        struct Hashing(Sha256);
+        impl fmt::Write for Hashing {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0.update(s.as_bytes());
+                Ok(())
+            }
+        }
+        let mut hashing = Hashing(Sha256::new());
+        // Writing into a hasher cannot fail.
+        let _ = fmt::write(&mut hashing, format_args!("{value}"));
+        Self::from_hasher(hashing.0)
+    }
+
     /// Fingerprint of data that arrived in pieces (an over-long line is
     /// never held whole, so it is hashed as it streams past).
     pub fn from_hasher(hasher: Sha256) -> Self {
@@ -143,3 +159,30 @@ impl fmt::Display for Rejection {
 }
 
 impl std::error::Error for Rejection {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Formats itself in many small writes.
+    struct Pieces(&'static [&'static str]);
+
+    impl fmt::Display for Pieces {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.0.iter().try_for_each(|piece| f.write_str(piece))
+        }
+    }
+
+    #[test]
+    fn a_display_is_fingerprinted_as_the_text_it_writes() {
+        let pieces = Pieces(&["deploy", "@", "127.0.0.1", ":", "2222", " ", "systemctl é"]);
+        assert_eq!(
+            Fingerprint::of_display(&pieces),
+            Fingerprint::of("deploy@127.0.0.1:2222 systemctl é".as_bytes())
+        );
+        assert_ne!(
+            Fingerprint::of_display(&Pieces(&["GET"])),
+            Fingerprint::of(b"GET ")
+        );
+    }
+}

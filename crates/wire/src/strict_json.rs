@@ -31,6 +31,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 use crate::codes::PARSE_ERROR;
+use crate::json::{Json, StrictJson};
 use crate::limits::Limits;
 use crate::rejection::{Rejection, Stage};
 
@@ -40,6 +41,18 @@ pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// Parse `text` as exactly one strict JSON value of any type.
 pub fn parse_value(text: &str, limits: &Limits) -> Result<Value, Rejection> {
     parse_with(text, StrictValue::new(limits.effective_depth()))
+}
+
+/// Parse `text` as exactly one strict JSON value under the same rules as
+/// [`parse_value`], borrowing its strings from `text` where they hold no
+/// escapes.
+pub fn parse_json<'a>(text: &'a str, limits: &Limits) -> Result<Json<'a>, Rejection> {
+    parse_with(
+        text,
+        StrictJson {
+            remaining: limits.effective_depth(),
+        },
+    )
 }
 
 /// Run `seed` over the whole of `text`, which must hold one value and

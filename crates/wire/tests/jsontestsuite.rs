@@ -89,7 +89,20 @@ fn corpus_dir() -> Option<PathBuf> {
 }
 
 fn decide(bytes: &[u8]) -> Decision {
-    match utf8::decode(bytes).and_then(|text| strict_json::parse_value(text, &Limits::default())) {
+    let value =
+        utf8::decode(bytes).and_then(|text| strict_json::parse_value(text, &Limits::default()));
+    // The borrowed reader (what the envelope uses for `params`) must decide
+    // every case alike and read the same value.
+    let borrowed = utf8::decode(bytes)
+        .and_then(|text| strict_json::parse_json(text, &Limits::default()))
+        .map(portcullis_wire::Json::into_value);
+    assert_eq!(
+        value.as_ref().ok(),
+        borrowed.as_ref().ok(),
+        "parse_value and parse_json disagree on {:?}",
+        String::from_utf8_lossy(bytes)
+    );
+    match value {
         Ok(_) => Decision::Accept,
         Err(_) => Decision::Reject,
     }

@@ -372,7 +372,10 @@ proptest! {
             serde_json::to_string(&value)
         }
         .expect("serialize");
-        if let Ok(strict) = strict_json::parse_value(&text, &Limits::default()) {
+        let strict = strict_json::parse_value(&text, &Limits::default());
+        let borrowed = strict_json::parse_json(&text, &Limits::default()).map(portcullis_wire::Json::into_value);
+        prop_assert_eq!(strict.as_ref().ok(), borrowed.as_ref().ok(), "parse_json disagrees with parse_value");
+        if let Ok(strict) = strict {
             let loose: Value = serde_json::from_str(&text).expect("serde_json refuses what strict accepts");
             prop_assert_eq!(&strict, &loose);
         }
@@ -410,7 +413,39 @@ proptest! {
             "accepted duplicate key: {}",
             text
         );
+        prop_assert!(
+            strict_json::parse_json(&text, &Limits::default()).is_err(),
+            "the borrowed reader accepted duplicate key: {}",
+            text
+        );
         // serde_json's Value keeps the last one instead.
         prop_assert!(serde_json::from_str::<Value>(&text).is_ok());
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+    /// Past a handful of members the borrowed reader finds duplicates with
+    /// a hash set instead of a scan; both ways refuse every duplicate,
+    /// escaped spellings included, wherever it sits among the members.
+    #[test]
+    fn duplicate_keys_among_many_members_are_refused_in_params(
+        count in 1usize..80,
+        pick in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        escape in any::<bool>(),
+    ) {
+        let keys: Vec<String> = (0..count).map(|i| format!("k{i}")).collect();
+        let dup = &keys[pick.index(count)];
+        let mut members: Vec<String> = keys.iter().map(|k| format!("\"{k}\":1")).collect();
+        members.insert(at.index(count + 1), format!("{}:2", key_text(dup, escape)));
+        let object = format!("{{{}}}", members.join(","));
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{object}}}"#);
+        prop_assert!(strict_json::parse_json(&object, &Limits::default()).is_err());
+        let refused = portcullis_wire::parse_message_borrowed(&frame, &Limits::default());
+        prop_assert_eq!(refused.map_err(|r| r.stage).err(), Some(portcullis_wire::Stage::Json));
+        let unique = format!("{{{}}}", keys.iter().map(|k| format!("\"{k}\":1")).collect::<Vec<_>>().join(","));
+        let parsed = strict_json::parse_json(&unique, &Limits::default()).map(portcullis_wire::Json::into_value);
+        prop_assert_eq!(parsed.ok(), strict_json::parse_value(&unique, &Limits::default()).ok());
     }
 }

@@ -16,7 +16,7 @@ use portcullis_gateway::mcp::{self, McpRequest, Revision};
 use portcullis_gateway::{OnInvalid, reply};
 use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
 use portcullis_wire::{
-    ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage, parse_message, utf8,
+    ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage, parse_message_borrowed, utf8,
 };
 use serde_json::{Map, Value, json};
 
@@ -50,7 +50,8 @@ impl Wrap {
             FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, effects),
             FrameEvent::Frame(bytes) => bytes,
         };
-        let message = utf8::decode(frame).and_then(|text| parse_message(text, &self.config.limits));
+        let message =
+            utf8::decode(frame).and_then(|text| parse_message_borrowed(text, &self.config.limits));
         let message = match message {
             Ok(message) => message,
             Err(rejection) => return self.refuse(line, rejection, effects),
@@ -97,7 +98,9 @@ impl Wrap {
                 };
                 let params = match &message {
                     RpcMessage::Request { params, .. }
-                    | RpcMessage::Notification { params, .. } => params.clone(),
+                    | RpcMessage::Notification { params, .. } => {
+                        params.clone().map(|params| params.into_map())
+                    }
                     _ => None,
                 };
                 match mcp::admit(&mut self.mcp, message) {

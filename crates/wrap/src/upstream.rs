@@ -225,7 +225,7 @@ impl Wrap {
             return self.drop_message(line, Dropped::NotificationNotAllowed, effects);
         }
         if method == "notifications/cancelled" {
-            let asked = portcullis_gateway::mcp::cancelled_request(params.as_ref());
+            let asked = cancelled_request(params.as_ref());
             let ours = asked.and_then(|id| {
                 self.asked_client
                     .iter()
@@ -285,5 +285,15 @@ impl Wrap {
             reason,
             bytes: bytes.to_vec(),
         }));
+    }
+}
+
+/// The id a `notifications/cancelled` names, read as the gateway reads a
+/// client's (`mcp::cancelled_request`): a string, or an integer within i64.
+fn cancelled_request(params: Option<&Map<String, Value>>) -> Option<Id> {
+    match params?.get("requestId")? {
+        Value::String(s) => Some(Id::Str(s.clone())),
+        Value::Number(n) => n.as_i64().map(Id::Int),
+        _ => None,
     }
 }

@@ -1,6 +1,7 @@
 //! The action types authorization builds. Their fields are visible to
 //! [`super`] only: nothing outside `authz` can make or change one.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -117,10 +118,33 @@ impl AuthorizedAction {
     /// A one-line description of the target: the URL, or
     /// `user@host:port argv...`.
     pub fn describe_target(&self) -> String {
-        match &self.target {
-            ActionTarget::Http(h) => format!("{} {}", h.method.as_str(), h.url),
+        self.target_display().to_string()
+    }
+
+    /// [`AuthorizedAction::describe_target`], formatted only when it is
+    /// written (a journal hashes it as it is formatted).
+    pub fn target_display(&self) -> TargetDisplay<'_> {
+        TargetDisplay(&self.target)
+    }
+}
+
+/// The one-line description of an action's target, formatted lazily.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetDisplay<'a>(&'a ActionTarget);
+
+impl fmt::Display for TargetDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            ActionTarget::Http(h) => write!(f, "{} {}", h.method.as_str(), h.url),
             ActionTarget::Ssh(s) => {
-                format!("{}@{}:{} {}", s.user, s.host, s.port, s.argv.join(" "))
+                write!(f, "{}@{}:{} ", s.user, s.host, s.port)?;
+                for (i, arg) in s.argv.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" ")?;
+                    }
+                    f.write_str(arg)?;
+                }
+                Ok(())
             }
         }
     }

@@ -7,20 +7,22 @@
 //! that an executor could use to touch a network or a process (a parsed
 //! `Url`, an argv vector).
 
+use std::borrow::Cow;
 use std::fmt;
+use std::fmt::Write as _;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 use url::Url;
 
 use crate::host::{default_port, normalize_host};
-use crate::policy::{HostPort, HttpSpec, SshSpec, TargetSpec, ToolSpec};
+use crate::policy::{HttpSpec, SshSpec, TargetSpec, ToolSpec};
 use crate::schema::CheckedCall;
 use crate::secrets::{Secret, SecretStore};
 use crate::template::{ExpandError, Template};
 
 mod action;
 
-pub use action::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand};
+pub use action::{ActionTarget, AuthorizedAction, HttpRequest, SshCommand, TargetDisplay};
 
 /// Which part of an action a value was expanded into. Indexes count from 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,24 +128,56 @@ fn make(tool: &ToolSpec, target: ActionTarget, credential: Option<Secret>) -> Au
 /// Expand `t` into the text of `component`. A value that a placeholder
 /// contributes to must be non-empty and free of C0 controls and DEL: URL
 /// parsers drop tab, LF and CR, and remote shells split on them, so such a
-/// value would not arrive as written.
-fn expand(t: &Template, call: &CheckedCall<'_>, component: Component) -> Result<String, Denial> {
-    let text = t.expand(call.arguments())?;
+/// value would not arrive as written. (C0 and DEL are single bytes in
+/// UTF-8 and no other character's bytes fall in their range.)
+fn expand<'c>(
+    t: &'c Template,
+    call: &'c CheckedCall<'_>,
+    component: Component,
+) -> Result<Cow<'c, str>, Denial> {
+    let text = t.expand_cow(call.arguments())?;
     if t.literal().is_none() {
         if text.is_empty() {
             return Err(Denial::Empty(component));
         }
-        if text.chars().any(|c| c.is_ascii_control()) {
+        if has_control(text.as_bytes()) {
             return Err(Denial::ControlCharacter(component));
         }
     }
     Ok(text)
 }
 
-fn escaped(t: &Template, call: &CheckedCall<'_>) -> Result<String, Denial> {
-    Ok(t.expand_escaped(call.arguments(), |text, out| {
+/// Whether `bytes` hold a C0 control or DEL. Whole blocks are folded
+/// without an early exit, which the compiler vectorizes (arguments may be
+/// megabytes long).
+fn has_control(bytes: &[u8]) -> bool {
+    bytes.chunks(64).any(|block| {
+        block
+            .iter()
+            .fold(false, |seen, &b| seen | (b < 0x20) | (b == 0x7f))
+    })
+}
+
+/// Append `t`'s expansion to `out`, every argument fully percent-encoded.
+/// In a query (`form`), a '+' the policy wrote in a literal is sent as
+/// %2B: form decoding, which servers apply to queries, reads '+' as a
+/// space. Encoded arguments hold no raw '+'.
+fn push_escaped(
+    t: &Template,
+    call: &CheckedCall<'_>,
+    out: &mut String,
+    form: bool,
+) -> Result<(), Denial> {
+    let start = out.len();
+    t.expand_escaped_into(call.arguments(), out, |text, out| {
         out.extend(utf8_percent_encode(text, COMPONENT));
-    })?)
+    })?;
+    if form && out[start..].contains('+') {
+        let sent = out[start..].replace('+', "%2B");
+        out.truncate(start);
+        out.push_str(&sent);
+    }
+    Ok(())
 }
 
 impl From<ExpandError> for Denial {
@@ -169,18 +203,31 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> {
-    let expanded_host = expand(&spec.host, call, Component::Host)?;
-    let host = normalize_host(&expanded_host).ok_or(Denial::HostNotPlain)?;
+    // A literal host was normalized, and found in the allowlist, at load.
+    let host: Cow<'_, str> = match &spec.literal_origin {
+        Some(origin) => Cow::Borrowed(&origin.host),
+        None => {
+            let expanded_host = expand(&spec.host, call, Component::Host)?;
+            Cow::Owned(normalize_host(&expanded_host).ok_or(Denial::HostNotPlain)?)
+        }
+    };
     let port = spec.port.unwrap_or(default_port(&spec.scheme));
-    let target = HostPort { host, port };
-    if !spec.allow.contains(&target) {
+    if !spec.allow.iter().any(|a| a.host == *host && a.port == port) {
         return Err(Denial::HostNotAllowed);
     }
+    let target = Authority { host: &host, port };
     // Only once every check has passed is a URL built: literal pieces as
     // the policy wrote them, every argument fully percent-encoded, so the
     // parser has nothing left to normalize. Then it is parsed back and
     // compared with what was checked.
-    let mut text = format!("{}://{}:{}", spec.scheme, target.host, port);
+    let mut text = String::with_capacity(128);
+    match &spec.literal_origin {
+        Some(origin) => text.push_str(&origin.text),
+        None => {
+            let _ = write!(text, "{}://{}:{}", spec.scheme, host, port);
+        }
+    }
+    let path_start = text.len();
     let mut segments = Vec::with_capacity(spec.path.len());
     for (i, t) in spec.path.iter().enumerate() {
         let segment = expand(t, call, Component::PathSegment(i))?;
@@ -188,29 +235,42 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> 
             return Err(Denial::DotSegment(Component::PathSegment(i)));
         }
         text.push('/');
-        text.push_str(&escaped(t, call)?);
+        push_escaped(t, call, &mut text, false)?;
         segments.push(segment);
     }
     if segments.is_empty() {
         text.push('/');
     }
+    let query_start = text.len();
     let mut query = Vec::with_capacity(spec.query.len());
     for (i, (key, t)) in spec.query.iter().enumerate() {
         let value = expand(t, call, Component::QueryValue(key.clone()))?;
-        // Form decoding, which servers apply to queries, reads '+' as a
-        // space; a '+' the policy wrote in a literal is sent as %2B so it
-        // arrives as '+'. Encoded arguments hold no raw '+'.
         text.push(if i == 0 { '?' } else { '&' });
-        text.push_str(&key.replace('+', "%2B"));
+        if key.contains('+') {
+            text.push_str(&key.replace('+', "%2B"));
+        } else {
+            text.push_str(key);
+        }
         text.push('=');
-        text.push_str(&escaped(t, call)?.replace('+', "%2B"));
+        push_escaped(t, call, &mut text, true)?;
         query.push((key.as_str(), value));
     }
     if text.len() > MAX_URL_BYTES {
         return Err(Denial::UrlTooLong(MAX_URL_BYTES));
     }
-    let url = Url::parse(&text).map_err(|_| Denial::Unfaithful("the URL does not parse"))?;
-    faithful(&url, &spec.scheme, &target, &segments, &query)?;
+    let url = match &spec.literal_origin {
+        // The origin was parsed at load; the parser still reads the path
+        // and query it is given, and the result is parsed back below like
+        // any other URL.
+        Some(origin) => {
+            let mut url = origin.base.clone();
+            url.set_path(&text[path_start..query_start]);
+            url.set_query(text.get(query_start + 1..).filter(|_| !query.is_empty()));
+            url
+        }
+        None => Url::parse(&text).map_err(|_| Denial::Unfaithful("the URL does not parse"))?,
+    };
+    faithful(&url, &spec.scheme, target, &segments, &query)?;
     Ok(HttpRequest {
         method: spec.method,
         url,
@@ -227,61 +287,63 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> 
 fn faithful(
     url: &Url,
     scheme: &str,
-    target: &HostPort,
-    segments: &[String],
-    query: &[(&str, String)],
+    target: Authority<'_>,
+    segments: &[Cow<'_, str>],
+    query: &[(&str, Cow<'_, str>)],
 ) -> Result<(), Denial> {
     let text = url.as_str();
     let rest = text
         .strip_prefix(scheme)
         .and_then(|r| r.strip_prefix("://"))
         .ok_or(Denial::Unfaithful("the scheme changed"))?;
-    if text.contains('#') || url.fragment().is_some() {
+    if text.as_bytes().contains(&b'#') || url.fragment().is_some() {
         return Err(Denial::Unfaithful("the URL has a fragment"));
     }
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority_end = rest
+        .bytes()
+        .position(|b| b == b'/' || b == b'?')
+        .unwrap_or(rest.len());
     let (authority, rest) = rest.split_at(authority_end);
-    if authority.contains('@') || !url.username().is_empty() || url.password().is_some() {
+    if authority.as_bytes().contains(&b'@')
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
         return Err(Denial::Unfaithful("the URL has user info"));
     }
     // The parser drops a scheme's default port; the authority is then the
     // bare host.
-    let expected_authority = format!("{}:{}", target.host, target.port);
-    let default_authority = (target.port == default_port(scheme)).then(|| target.host.clone());
-    if authority != expected_authority && Some(authority) != default_authority.as_deref() {
+    let explicit = authority
+        .strip_prefix(target.host)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .is_some_and(|port| port == PortText::of(target.port).as_str());
+    let default = target.port == default_port(scheme) && authority == target.host;
+    if !explicit && !default {
         return Err(Denial::Unfaithful("the host or port changed"));
     }
-    if url.host_str() != Some(target.host.as_str())
-        || url.port_or_known_default() != Some(target.port)
-    {
+    if url.host_str() != Some(target.host) || url.port_or_known_default() != Some(target.port) {
         return Err(Denial::Unfaithful("the host or port changed"));
     }
     let (path, query_text) = match rest.split_once('?') {
         Some((p, q)) => (p, Some(q)),
         None => (rest, None),
     };
-    let built: Vec<&str> = path
+    let built = path
         .strip_prefix('/')
-        .ok_or(Denial::Unfaithful("the path lost its root"))?
-        .split('/')
-        .collect();
+        .ok_or(Denial::Unfaithful("the path lost its root"))?;
     let expected_count = segments.len().max(1);
-    if built.len() != expected_count {
+    if built.split('/').count() != expected_count {
         return Err(Denial::Unfaithful("the path has a different segment count"));
     }
-    for (got, want) in built.iter().zip(segments) {
+    for (got, want) in built.split('/').zip(segments) {
         if decode(got)? != *want {
             return Err(Denial::Unfaithful("a path segment changed"));
         }
     }
-    let pairs: Vec<&str> = match query_text {
-        None => Vec::new(),
-        Some(q) => q.split('&').collect(),
-    };
-    if pairs.len() != query.len() {
+    let pairs = || query_text.into_iter().flat_map(|q| q.split('&'));
+    if pairs().count() != query.len() {
         return Err(Denial::Unfaithful("the query has different keys"));
     }
-    for (pair, (key, value)) in pairs.iter().zip(query) {
+    for (pair, (key, value)) in pairs().zip(query) {
         let (k, v) = pair
             .split_once('=')
             .ok_or(Denial::Unfaithful("a query pair lost its value"))?;
@@ -295,24 +357,61 @@ fn faithful(
     Ok(())
 }
 
-fn decode(text: &str) -> Result<String, Denial> {
+/// The host and port a URL must carry.
+#[derive(Debug, Clone, Copy)]
+struct Authority<'a> {
+    host: &'a str,
+    port: u16,
+}
+
+/// A port's decimal text, without allocating.
+struct PortText {
+    digits: [u8; 5],
+    start: usize,
+}
+
+impl PortText {
+    fn of(port: u16) -> Self {
+        let mut digits = [b'0'; 5];
+        let mut start = 5;
+        let mut n = port;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Self { digits, start }
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.digits[self.start..]).expect("ASCII digits")
+    }
+}
+
+fn decode(text: &str) -> Result<Cow<'_, str>, Denial> {
     percent_decode_str(text)
         .decode_utf8()
-        .map(|c| c.into_owned())
         .map_err(|_| Denial::Unfaithful("a component does not decode to UTF-8"))
 }
 
 /// Query components as a server reads them: `+` is a space.
-fn decode_form(text: &str) -> Result<String, Denial> {
-    decode(&text.replace('+', " "))
+fn decode_form(text: &str) -> Result<Cow<'_, str>, Denial> {
+    if text.contains('+') {
+        decode(&text.replace('+', " ")).map(|c| Cow::Owned(c.into_owned()))
+    } else {
+        decode(text)
+    }
 }
 
 fn ssh(spec: &SshSpec, call: &CheckedCall<'_>) -> Result<SshCommand, Denial> {
-    let target = HostPort {
-        host: spec.host.clone(),
-        port: spec.port,
-    };
-    if !spec.allow.contains(&target) {
+    if !spec
+        .allow
+        .iter()
+        .any(|a| a.host == spec.host && a.port == spec.port)
+    {
         return Err(Denial::HostNotAllowed);
     }
     let mut argv = Vec::with_capacity(spec.argv.len());
@@ -321,7 +420,7 @@ fn ssh(spec: &SshSpec, call: &CheckedCall<'_>) -> Result<SshCommand, Denial> {
         if t.starts_with_arg() && arg.starts_with('-') {
             return Err(Denial::OptionLike(Component::Argv(i)));
         }
-        argv.push(arg);
+        argv.push(arg.into_owned());
     }
     // Each element is sent as one quoted remote word by the executor; the
     // control-character rule above is what keeps that true (a remote shell
@@ -341,19 +440,21 @@ mod tests {
     use super::*;
 
     fn check(url: &str, segments: &[&str], query: &[(&str, &str)]) -> Result<(), Denial> {
-        let target = HostPort {
-            host: "127.0.0.1".into(),
+        let target = Authority {
+            host: "127.0.0.1",
             port: 8080,
         };
-        let segments: Vec<String> = segments.iter().map(|s| (*s).to_owned()).collect();
-        let query: Vec<(&str, String)> = query.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
-        faithful(
-            &Url::parse(url).unwrap(),
-            "http",
-            &target,
-            &segments,
-            &query,
-        )
+        let segments: Vec<Cow<'_, str>> = segments.iter().map(|s| Cow::Borrowed(*s)).collect();
+        let query: Vec<(&str, Cow<'_, str>)> =
+            query.iter().map(|(k, v)| (*k, Cow::Borrowed(*v))).collect();
+        faithful(&Url::parse(url).unwrap(), "http", target, &segments, &query)
+    }
+
+    #[test]
+    fn port_text_is_the_decimal_port() {
+        for port in [0, 1, 9, 10, 80, 443, 8080, 9999, 10000, 65535] {
+            assert_eq!(PortText::of(port).as_str(), port.to_string());
+        }
     }
 
     #[test]

@@ -12,8 +12,8 @@ pub mod params;
 pub mod revision;
 
 use portcullis_wire::codes::{INVALID_PARAMS, INVALID_REQUEST};
-use portcullis_wire::{Id, RpcMessage};
-use serde_json::{Map, Value};
+use portcullis_wire::{Id, Object, RpcMessage};
+use serde_json::Value;
 
 use crate::id::{IdMemory, Remember};
 
@@ -160,7 +160,10 @@ pub enum McpRequest {
 }
 
 /// The MCP stage: admit `message` into the session `state` or refuse it.
-pub fn admit(state: &mut SessionState, message: RpcMessage<'_>) -> Result<McpRequest, Refusal> {
+pub fn admit(
+    state: &mut SessionState,
+    message: RpcMessage<'_, Object<'_>>,
+) -> Result<McpRequest, Refusal> {
     match message {
         RpcMessage::Response { .. } | RpcMessage::Error { .. } => Err(Refusal::new(
             INVALID_REQUEST,
@@ -176,7 +179,7 @@ pub fn admit(state: &mut SessionState, message: RpcMessage<'_>) -> Result<McpReq
 fn notification(
     state: &SessionState,
     method: &str,
-    params: Option<&Map<String, Value>>,
+    params: Option<&Object<'_>>,
 ) -> Result<McpRequest, Refusal> {
     if REQUEST_METHODS.contains(&method) {
         return Err(Refusal::new(
@@ -205,7 +208,7 @@ fn request(
     state: &mut SessionState,
     id: Id,
     method: &str,
-    params: Option<Map<String, Value>>,
+    params: Option<Object<'_>>,
 ) -> Result<McpRequest, Refusal> {
     if let Some(len) = state.overlong(&id) {
         let message = format!(
@@ -244,7 +247,7 @@ fn request(
 fn lifecycle(
     state: &mut SessionState,
     method: &str,
-    params: Option<&Map<String, Value>>,
+    params: Option<&Object<'_>>,
 ) -> Result<Revision, Refusal> {
     let era = era_of(method, params);
     let legacy_default = state.revision.unwrap_or(Revision::V2025_11_25);
@@ -279,10 +282,7 @@ fn lifecycle(
     }
 }
 
-fn initialize(
-    state: &mut SessionState,
-    params: Option<&Map<String, Value>>,
-) -> Result<Revision, Refusal> {
+fn initialize(state: &mut SessionState, params: Option<&Object<'_>>) -> Result<Revision, Refusal> {
     if state.initialized {
         return Err(Refusal::new(
             INVALID_REQUEST,
@@ -300,7 +300,7 @@ fn initialize(
 fn route(
     id: Id,
     method: &str,
-    params: Option<Map<String, Value>>,
+    params: Option<Object<'_>>,
     revision: Revision,
 ) -> Result<McpRequest, Refusal> {
     Ok(match method {

@@ -1,8 +1,8 @@
 //! Parsers for the params of the requests the gateway serves. Each refuses
 //! with a [`Refusal`] naming what is wrong, never echoing argument values.
 
-use portcullis_wire::Id;
 use portcullis_wire::codes::INVALID_PARAMS;
+use portcullis_wire::{Id, Json, Object};
 use serde_json::{Map, Value};
 
 use super::Refusal;
@@ -15,14 +15,14 @@ pub struct Initialize {
 }
 
 /// Parse `initialize` params.
-pub fn initialize_params(params: Option<&Map<String, Value>>) -> Result<Initialize, Refusal> {
+pub fn initialize_params(params: Option<&Object<'_>>) -> Result<Initialize, Refusal> {
     let params =
         params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "initialize requires params"))?;
     let requested = params
         .get("protocolVersion")
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .ok_or_else(|| Refusal::new(INVALID_PARAMS, "params.protocolVersion must be a string"))?;
-    if !params.get("capabilities").is_some_and(Value::is_object) {
+    if !params.get("capabilities").is_some_and(Json::is_object) {
         return Err(Refusal::new(
             INVALID_PARAMS,
             "params.capabilities must be an object",
@@ -30,10 +30,10 @@ pub fn initialize_params(params: Option<&Map<String, Value>>) -> Result<Initiali
     }
     let info_ok = params
         .get("clientInfo")
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
         .is_some_and(|i| {
-            i.get("name").is_some_and(Value::is_string)
-                && i.get("version").is_some_and(Value::is_string)
+            i.get("name").is_some_and(Json::is_string)
+                && i.get("version").is_some_and(Json::is_string)
         });
     if !info_ok {
         return Err(Refusal::new(
@@ -58,17 +58,17 @@ pub struct ToolsCall {
 /// Parse `tools/call` params. Members beyond `name`, `arguments` and
 /// `_meta` are refused: a call the gateway does not fully understand is
 /// not executed.
-pub fn tools_call_params(params: Option<Map<String, Value>>) -> Result<ToolsCall, Refusal> {
+pub fn tools_call_params(params: Option<Object<'_>>) -> Result<ToolsCall, Refusal> {
     let mut params =
         params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "tools/call requires params"))?;
     let name = match params.remove("name") {
-        Some(Value::String(name)) => name,
+        Some(Json::String(name)) => name.into_owned(),
         Some(_) => return Err(Refusal::new(INVALID_PARAMS, "params.name must be a string")),
         None => return Err(Refusal::new(INVALID_PARAMS, "params.name is required")),
     };
     let arguments = match params.remove("arguments") {
         None => Map::new(),
-        Some(Value::Object(a)) => a,
+        Some(Json::Object(a)) => a.into_map(),
         Some(_) => {
             return Err(Refusal::new(
                 INVALID_PARAMS,
@@ -77,7 +77,7 @@ pub fn tools_call_params(params: Option<Map<String, Value>>) -> Result<ToolsCall
         }
     };
     match params.remove("_meta") {
-        None | Some(Value::Object(_)) => {}
+        None | Some(Json::Object(_)) => {}
         Some(_) => {
             return Err(Refusal::new(
                 INVALID_PARAMS,
@@ -85,7 +85,8 @@ pub fn tools_call_params(params: Option<Map<String, Value>>) -> Result<ToolsCall
             ));
         }
     }
-    if let Some(extra) = params.keys().next() {
+    // The first in name order, whatever order the client wrote them in.
+    if let Some(extra) = params.keys().min() {
         return Err(Refusal::new(
             INVALID_PARAMS,
             format!(
@@ -98,10 +99,10 @@ pub fn tools_call_params(params: Option<Map<String, Value>>) -> Result<ToolsCall
 }
 
 /// Parse `notifications/cancelled` params: the request id, if valid.
-pub fn cancelled_request(params: Option<&Map<String, Value>>) -> Option<Id> {
+pub fn cancelled_request(params: Option<&Object<'_>>) -> Option<Id> {
     match params?.get("requestId")? {
-        Value::String(s) => Some(Id::Str(s.clone())),
-        Value::Number(n) => n.as_i64().map(Id::Int),
+        Json::String(s) => Some(Id::Str(s.clone().into_owned())),
+        Json::Number(n) => n.as_i64().map(Id::Int),
         _ => None,
     }
 }

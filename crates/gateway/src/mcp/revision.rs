@@ -8,7 +8,7 @@
 //! `server/discover` advertises what the server supports.
 
 use portcullis_wire::codes::INVALID_PARAMS;
-use serde_json::{Map, Value};
+use portcullis_wire::{Json, Object};
 
 use super::Refusal;
 
@@ -87,10 +87,10 @@ impl Revision {
 }
 
 /// The era a request announces by its shape.
-pub fn era_of(method: &str, params: Option<&Map<String, Value>>) -> Era {
+pub fn era_of(method: &str, params: Option<&Object<'_>>) -> Era {
     let has_modern_meta = params
         .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
         .is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION));
     if method == "server/discover" || (method != "initialize" && has_modern_meta) {
         Era::Modern
@@ -109,10 +109,10 @@ pub fn negotiate(requested: &str) -> Revision {
 }
 
 /// Check a modern request's `_meta` and return its revision.
-pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refusal> {
+pub fn modern_meta(params: Option<&Object<'_>>) -> Result<Revision, Refusal> {
     let meta = params
         .and_then(|p| p.get("_meta"))
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
         .ok_or_else(|| {
             Refusal::new(
                 INVALID_PARAMS,
@@ -120,7 +120,7 @@ pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refu
             )
         })?;
     let version = match meta.get(META_PROTOCOL_VERSION) {
-        Some(Value::String(v)) => v,
+        Some(Json::String(v)) => v,
         Some(_) => {
             return Err(Refusal::new(
                 INVALID_PARAMS,
@@ -136,7 +136,7 @@ pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refu
     };
     if !meta
         .get(META_CLIENT_CAPABILITIES)
-        .is_some_and(Value::is_object)
+        .is_some_and(Json::is_object)
     {
         return Err(Refusal::new(
             INVALID_PARAMS,
@@ -150,7 +150,7 @@ pub fn modern_meta(params: Option<&Map<String, Value>>) -> Result<Revision, Refu
             message: "unsupported protocol version".into(),
             data: Some(serde_json::json!({
                 "supported": MODERN_VERSIONS,
-                "requested": version,
+                "requested": version.as_ref(),
             })),
             id: None,
         }),

@@ -194,6 +194,10 @@ pub struct HttpSpec {
     pub scheme: String,
     /// The host, possibly with placeholders.
     pub host: Template,
+    /// The origin prepared once at load when the template's host is
+    /// literal (it is then in the allowlist): authorization never
+    /// normalizes or parses that host again.
+    pub literal_origin: Option<LiteralOrigin>,
     /// Explicit port, else the scheme's default.
     pub port: Option<u16>,
     /// Path segments; each placeholder becomes (part of) one segment.
@@ -208,6 +212,18 @@ pub struct HttpSpec {
     pub credential: Option<String>,
     /// Response body cap.
     pub max_response_bytes: usize,
+}
+
+/// A literal URL host, normalized, and the origin built from it.
+#[derive(Debug, Clone)]
+pub struct LiteralOrigin {
+    /// The normalized host (as in the allowlist).
+    pub host: String,
+    /// `scheme://host:port`, the text a built URL starts with.
+    pub text: String,
+    /// `scheme://host:port/` parsed: each call's URL is this with its path
+    /// and query set, and is parsed back like any other.
+    pub base: url::Url,
 }
 
 /// An SSH tool's target.

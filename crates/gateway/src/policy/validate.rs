@@ -9,9 +9,9 @@ use super::raw::{RawHttp, RawPolicy, RawServer, RawSsh, RawTool, RawWrap};
 use super::url_template::parse_url_template;
 use super::{
     CredentialSource, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SESSION_IDS,
-    DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, Location, MAX_FRAME_BYTES_CEILING, Policy,
-    PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec, WrapSettings, default_port,
-    normalize_host,
+    DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, LiteralOrigin, Location,
+    MAX_FRAME_BYTES_CEILING, Policy, PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec,
+    WrapSettings, default_port, normalize_host,
 };
 use crate::schema::ToolSchema;
 use crate::template::Template;
@@ -300,6 +300,7 @@ impl Validator<'_> {
         let allow = self.allow(&raw.allow, tool, "tools.http.allow")?;
         let url = parse_url_template(&raw.url)
             .map_err(|message| self.err(tool, "tools.http.url", message))?;
+        let mut literal_origin = None;
         if let Some(host) = url.host.literal() {
             let port = url.port.unwrap_or(default_port(&url.scheme));
             let normalized = normalize_host(host).unwrap_or_default();
@@ -310,6 +311,14 @@ impl Validator<'_> {
                     format!("the url's host {normalized}:{port} is not in allow, so the tool could never run"),
                 ));
             }
+            let text = format!("{}://{normalized}:{port}", url.scheme);
+            literal_origin = url::Url::parse(&format!("{text}/"))
+                .ok()
+                .map(|base| LiteralOrigin {
+                    host: normalized,
+                    text,
+                    base,
+                });
         }
         let max_response_bytes = output_cap(raw.max_response_bytes).ok_or_else(|| {
             self.err(
@@ -322,6 +331,7 @@ impl Validator<'_> {
             method,
             scheme: url.scheme,
             host: url.host,
+            literal_origin,
             port: url.port,
             path: url.path,
             query: url.query,

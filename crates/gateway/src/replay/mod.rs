@@ -7,6 +7,7 @@
 mod recorder;
 
 use std::collections::VecDeque;
+use std::io::{self, Read};
 use std::sync::Arc;
 
 use crate::AuthorizedAction;
@@ -107,42 +108,136 @@ pub fn run_session_scheduled(
     recorder: &Recorder,
     completion: Completion,
 ) -> SessionReport {
-    let mut driver = Driver {
-        executor: recorder,
-        completion,
-        stdout: Vec::new(),
-        rejections: Vec::new(),
-        journal: Vec::new(),
-        closed: None,
-        pending: Vec::new(),
-    };
-    let mut gateway = Gateway::new(
-        Arc::clone(policy.policy()),
-        Arc::clone(policy.secrets()),
-        Config::from_policy(policy),
-    );
+    let mut session = Session::new(policy, recorder, completion);
     // Reads and end of input go on after a Close (the binary stops
     // reading there): the gateway must stay silent whatever its driver
     // does, and the driver asserts it.
     for read in chunking.split(bytes) {
-        let effects = gateway.receive(read);
-        driver.drive(&mut gateway, effects);
+        session.read(read);
     }
-    let effects = gateway.end_of_input();
-    driver.drive(&mut gateway, effects);
-    for (ticket, outcome) in std::mem::take(&mut driver.pending) {
-        driver.completed(ticket, &outcome);
-        let effects = gateway.complete(ticket, outcome);
-        driver.drive(&mut gateway, effects);
+    session.finish(recorder)
+}
+
+/// How [`run_session_reader`] reads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// The session [`Chunking::Whole`] gives: the input is read in pieces,
+    /// but effects are carried out only once all of it is in, exactly as
+    /// after one read holding everything.
+    Whole,
+    /// Reads of exactly this many bytes (the last may be shorter), each
+    /// carried out before the next: the session [`Chunking::Sizes`] gives.
+    Exactly(usize),
+}
+
+/// How much [`run_session_reader`] reads at a time in [`Reads::Whole`].
+const READ_BYTES: usize = 64 * 1024;
+
+/// [`run_session_unchecked`] over a stream: the input is never held whole,
+/// only one read and what the frame reader buffers of an incomplete frame
+/// (at most `max_frame_bytes + 1`), so a capture of any size replays in
+/// memory bounded by the frame cap plus what the report holds.
+pub fn run_session_reader(
+    policy: &BoundPolicy,
+    input: &mut dyn Read,
+    reads: Reads,
+    recorder: &Recorder,
+) -> io::Result<SessionReport> {
+    let mut session = Session::new(policy, recorder, Completion::Immediate);
+    // A read of the session is fed in pieces of at most READ_BYTES, its
+    // effects held until the whole read is in: the gateway gives the same
+    // effects for any split of its input, so this is the session one
+    // receive of the whole read gives.
+    let read_size = match reads {
+        Reads::Whole => usize::MAX,
+        Reads::Exactly(n) => n.max(1),
+    };
+    let mut buf = vec![0u8; read_size.min(READ_BYTES)];
+    let mut held = Vec::new();
+    let mut left = read_size;
+    loop {
+        let want = left.min(buf.len());
+        let n = fill(input, &mut buf[..want])?;
+        if n == 0 {
+            break;
+        }
+        held.extend(session.gateway.receive(&buf[..n]));
+        left -= n;
+        if left == 0 {
+            session.drive(std::mem::take(&mut held));
+            left = read_size;
+        }
     }
-    SessionReport {
-        stdout: driver.stdout,
-        actions: recorder.calls(),
-        rejections: driver.rejections,
-        journal: driver.journal,
-        counters: gateway.counters().clone(),
-        closed: driver.closed,
-        revision: gateway.revision(),
+    session.drive(held);
+    Ok(session.finish(recorder))
+}
+
+/// Read until `buf` is full or the input ends; the number of bytes read.
+fn fill(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// A gateway and the driver carrying out its effects.
+struct Session<'a> {
+    gateway: Gateway,
+    driver: Driver<'a>,
+}
+
+impl<'a> Session<'a> {
+    fn new(policy: &BoundPolicy, recorder: &'a Recorder, completion: Completion) -> Self {
+        Self {
+            gateway: Gateway::new(
+                Arc::clone(policy.policy()),
+                Arc::clone(policy.secrets()),
+                Config::from_policy(policy),
+            ),
+            driver: Driver {
+                executor: recorder,
+                completion,
+                stdout: Vec::new(),
+                rejections: Vec::new(),
+                journal: Vec::new(),
+                closed: None,
+                pending: Vec::new(),
+            },
+        }
+    }
+
+    fn read(&mut self, bytes: &[u8]) {
+        let effects = self.gateway.receive(bytes);
+        self.drive(effects);
+    }
+
+    fn drive(&mut self, effects: Vec<Effect>) {
+        self.driver.drive(&mut self.gateway, effects);
+    }
+
+    fn finish(mut self, recorder: &Recorder) -> SessionReport {
+        let effects = self.gateway.end_of_input();
+        self.drive(effects);
+        for (ticket, outcome) in std::mem::take(&mut self.driver.pending) {
+            self.driver.completed(ticket, &outcome);
+            let effects = self.gateway.complete(ticket, outcome);
+            self.drive(effects);
+        }
+        SessionReport {
+            stdout: self.driver.stdout,
+            actions: recorder.calls(),
+            rejections: self.driver.rejections,
+            journal: self.driver.journal,
+            counters: self.gateway.counters().clone(),
+            closed: self.driver.closed,
+            revision: self.gateway.revision(),
+        }
     }
 }
 

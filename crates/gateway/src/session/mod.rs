@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use portcullis_wire::codes::METHOD_NOT_FOUND;
 use portcullis_wire::{
-    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, parse_message, utf8,
+    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, parse_message_borrowed, utf8,
 };
 use serde_json::Value;
 
@@ -89,7 +89,9 @@ impl Gateway {
 
     /// Feed bytes read from stdin, in any chunking.
     pub fn receive(&mut self, bytes: &[u8]) -> Vec<Effect> {
-        let mut effects = Vec::new();
+        // Room for a read full of small requests, so the vector is not
+        // copied as it grows (a 64 KiB read holds a few hundred).
+        let mut effects = Vec::with_capacity(bytes.len() / 256 + 1);
         if !self.core.closed {
             let core = &mut self.core;
             self.reader
@@ -153,7 +155,8 @@ impl Core {
             FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, None, effects),
             FrameEvent::Frame(bytes) => bytes,
         };
-        let message = utf8::decode(frame).and_then(|text| parse_message(text, &self.config.limits));
+        let message =
+            utf8::decode(frame).and_then(|text| parse_message_borrowed(text, &self.config.limits));
         let message = match message {
             Ok(message) => message,
             Err(rejection) => return self.refuse(line, rejection, None, effects),

@@ -9,6 +9,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
 use super::{Envelope, IdField, Members, Text};
 use crate::id::Id;
+use crate::json::StrictJson;
 use crate::strict_json::{StrictValue, check_float, display_name};
 
 pub(super) struct EnvelopeSeed {
@@ -75,7 +76,13 @@ impl<'de> Visitor<'de> for EnvelopeSeed {
                     map.next_value_seed(TextSeed(child))?,
                     "method",
                 ),
-                Key::Params => set(&mut m.params, map.next_value_seed(child)?, "params"),
+                Key::Params => set(
+                    &mut m.params,
+                    map.next_value_seed(StrictJson {
+                        remaining: child.remaining,
+                    })?,
+                    "params",
+                ),
                 Key::Result => set(&mut m.result, map.next_value_seed(child)?, "result"),
                 Key::Error => set(&mut m.error, map.next_value_seed(child)?, "error"),
                 Key::Other(name) => {

@@ -2,7 +2,8 @@
 //!
 //! The top-level object is read into a typed, borrowed envelope rather than
 //! a `Value`: `jsonrpc` and `method` borrow from the frame, `id` is typed as
-//! it is read, and only `params`, `result` and `error` become values. The
+//! it is read, `params` becomes a [`Json`] borrowing from the frame, and only
+//! `result` and `error` become values. The
 //! envelope never fails on a wrong member type; it records it, so that the
 //! JSON stage (syntax, duplicates, depth, numbers) is fully decided before
 //! the message shape is judged and the request id can be echoed when the
@@ -19,6 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::codes::INVALID_REQUEST;
+use crate::json::{Json, Object};
 use crate::limits::Limits;
 use crate::rejection::{Rejection, Stage};
 use crate::strict_json::{display_name, parse_with};
@@ -41,9 +43,11 @@ pub struct ErrorObject {
     pub data: Option<Value>,
 }
 
-/// One classified inbound message. Strings borrow from the frame text.
+/// One classified inbound message. Strings borrow from the frame text;
+/// `params` is a `serde_json::Map` ([`parse_message`]) or an [`Object`]
+/// borrowing from the frame ([`parse_message_borrowed`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum RpcMessage<'a> {
+pub enum RpcMessage<'a, P = Map<String, Value>> {
     /// A call that expects a response.
     Request {
         /// The request id.
@@ -51,14 +55,14 @@ pub enum RpcMessage<'a> {
         /// The method name.
         method: Cow<'a, str>,
         /// The params object, when present.
-        params: Option<Map<String, Value>>,
+        params: Option<P>,
     },
     /// A call that must never be answered.
     Notification {
         /// The method name.
         method: Cow<'a, str>,
         /// The params object, when present.
-        params: Option<Map<String, Value>>,
+        params: Option<P>,
     },
     /// A successful response.
     Response {
@@ -76,7 +80,24 @@ pub enum RpcMessage<'a> {
     },
 }
 
-impl RpcMessage<'_> {
+impl<'a, P> RpcMessage<'a, P> {
+    /// The same message with its params object turned into another form.
+    pub fn map_params<Q>(self, f: impl Fn(P) -> Q) -> RpcMessage<'a, Q> {
+        match self {
+            RpcMessage::Request { id, method, params } => RpcMessage::Request {
+                id,
+                method,
+                params: params.map(f),
+            },
+            RpcMessage::Notification { method, params } => RpcMessage::Notification {
+                method,
+                params: params.map(f),
+            },
+            RpcMessage::Response { id, result } => RpcMessage::Response { id, result },
+            RpcMessage::Error { id, error } => RpcMessage::Error { id, error },
+        }
+    }
+
     /// Stable name of the message kind.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -99,6 +120,15 @@ impl RpcMessage<'_> {
 
 /// Parse and classify one frame's text (already UTF-8 checked).
 pub fn parse_message<'a>(text: &'a str, limits: &Limits) -> Result<RpcMessage<'a>, Rejection> {
+    parse_message_borrowed(text, limits).map(|message| message.map_params(Object::into_map))
+}
+
+/// [`parse_message`] with `params` borrowing from `text`: the same
+/// verdicts, without building a `Value` for what the reader only looks at.
+pub fn parse_message_borrowed<'a>(
+    text: &'a str,
+    limits: &Limits,
+) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
     let depth = limits.effective_depth();
     let envelope = parse_with(text, EnvelopeSeed { remaining: depth })?;
     classify(envelope).map_err(|(reason, id)| {
@@ -124,7 +154,7 @@ struct Members<'a> {
     jsonrpc: Option<Text<'a>>,
     id: Option<IdField>,
     method: Option<Text<'a>>,
-    params: Option<Value>,
+    params: Option<Json<'a>>,
     result: Option<Value>,
     error: Option<Value>,
     unknown: Vec<String>,
@@ -139,7 +169,7 @@ enum Envelope<'a> {
 
 type ShapeError = (String, Option<Id>);
 
-fn classify(envelope: Envelope<'_>) -> Result<RpcMessage<'_>, ShapeError> {
+fn classify(envelope: Envelope<'_>) -> Result<RpcMessage<'_, Object<'_>>, ShapeError> {
     let members = match envelope {
         Envelope::Object(members) => *members,
         Envelope::Array => return Err(("batches (JSON arrays) are not supported".into(), None)),
@@ -176,11 +206,11 @@ fn classify(envelope: Envelope<'_>) -> Result<RpcMessage<'_>, ShapeError> {
         };
         let params = match members.params {
             None => None,
-            Some(Value::Object(map)) => Some(map),
+            Some(Json::Object(object)) => Some(object),
             Some(other) => {
                 return fail(format!(
                     "\"params\" must be an object, not {}",
-                    value_kind(&other)
+                    other.kind()
                 ));
             }
         };
