@@ -14,7 +14,7 @@ use super::Options;
 use super::build::build_flags;
 use crate::libfuzzer::{Limits, artifact_kind, asan_options, crash_summary};
 use crate::process::{Kill, cargo, run_streaming};
-use crate::project::Project;
+use crate::project::{Project, Sanitizer};
 use crate::report::Candidate;
 use crate::sidecar;
 
@@ -56,6 +56,7 @@ pub fn relative_paths(text: &str, root: &Path) -> String {
 pub(super) fn make_candidate(
     project: &Project,
     opts: &Options,
+    sanitizer: Sanitizer,
     host: &str,
     target: &str,
     bin: &Path,
@@ -81,7 +82,7 @@ pub(super) fn make_candidate(
     let mut cmd = cargo(Some(&opts.toolchain));
     cmd.current_dir(&project.root)
         .args(["fuzz", "tmin"])
-        .args(build_flags(project, opts.sanitizer, host))
+        .args(build_flags(project, sanitizer, host))
         .arg("--runs")
         .arg(opts.tmin_runs.to_string())
         .arg(target)
