@@ -106,7 +106,8 @@ mod tests {
 
     #[test]
     fn max_len_leaves_room_for_a_line_over_the_test_policys_frame_cap() {
-        let policy: toml::Table = toml::from_str(portcullis_testkit::fixtures::TEST_POLICY).unwrap();
+        let policy: toml::Table =
+            toml::from_str(portcullis_testkit::fixtures::TEST_POLICY).unwrap();
         let cap = policy["server"]["max_frame_bytes"]
             .as_integer()
             .and_then(|c| u64::try_from(c).ok())

@@ -131,7 +131,11 @@ impl Searcher {
         LAST.with(|last| {
             let mut last = last.borrow_mut();
             if let Some(searcher) = last.as_ref()
-                && searcher.secrets.iter().map(String::as_str).eq(secrets.iter().copied())
+                && searcher
+                    .secrets
+                    .iter()
+                    .map(String::as_str)
+                    .eq(secrets.iter().copied())
             {
                 return std::rc::Rc::clone(searcher);
             }
@@ -190,6 +194,31 @@ mod tests {
         ] {
             assert!(leaks(&secret, place.as_bytes()), "missed: {place}");
         }
+    }
+
+    #[test]
+    fn a_spelling_the_input_excuses_does_not_hide_another_in_the_same_place() {
+        let secret = value("status_token");
+        let encoded = utf8_percent_encode(&secret, NON_ALPHANUMERIC).to_string();
+        // The raw value was sent (so echoing it is no leak); its
+        // percent-encoded form was not, and follows it in stdout.
+        let stdout = format!("unknown method {secret}; fetched /?t={encoded}");
+        let found = find_leak(
+            [secret.as_str()],
+            &[("stdout", stdout.as_bytes())],
+            &[format!(r#"{{"method":"{secret}"}}"#).as_bytes()],
+        );
+        assert_eq!(found, Some(("stdout".to_owned(), encoded)));
+        // Two secrets: the second's leak is found whichever comes first.
+        let other = value("deploy_key");
+        assert!(
+            find_leak(
+                [secret.as_str(), other.as_str()],
+                &[("report", other.as_bytes())],
+                &[]
+            )
+            .is_some()
+        );
     }
 
     #[test]

@@ -137,63 +137,24 @@ pub fn check_stdout(
     Ok(())
 }
 
-/// id (as JSON text) → method for every request-looking input line: a
-/// JSON object with an `id` and a string `method` (the first request with
-/// an id names it). Only those two members are read; serde_json skips the
-/// rest of the line without building it.
+/// id (as JSON text) → method for every request-looking input line.
+/// Each line is read whole, as a `serde_json::Value`: a line serde_json
+/// refuses anywhere (invalid UTF-8 or a lone surrogate in a member the map
+/// does not need) names nothing, even if its `id` and `method` read fine.
 pub fn requests_of(input: &[u8]) -> HashMap<String, String> {
     let mut map = HashMap::new();
     for line in input.split(|&b| b == b'\n') {
-        let Ok(RequestLine {
-            id: Some(id),
-            method: Some(method),
-        }) = serde_json::from_slice::<RequestLine>(line)
-        else {
+        let Ok(value) = serde_json::from_slice::<Value>(line) else {
             continue;
         };
-        map.entry(id.to_string()).or_insert(method);
+        if let (Some(id), Some(method)) =
+            (value.get("id"), value.get("method").and_then(Value::as_str))
+        {
+            map.entry(id.to_string())
+                .or_insert_with(|| method.to_owned());
+        }
     }
     map
-}
-
-/// An input line's top-level `id` and string `method` (the last of each
-/// when repeated, as a `serde_json::Value` would keep them).
-#[derive(Debug, Default)]
-struct RequestLine {
-    id: Option<Value>,
-    method: Option<String>,
-}
-
-impl<'de> serde::Deserialize<'de> for RequestLine {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{IgnoredAny, MapAccess, Visitor};
-        struct LineVisitor;
-        impl<'de> Visitor<'de> for LineVisitor {
-            type Value = RequestLine;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestLine, A::Error> {
-                let mut line = RequestLine::default();
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "id" => line.id = Some(map.next_value()?),
-                        "method" => {
-                            line.method = match map.next_value::<Value>()? {
-                                Value::String(method) => Some(method),
-                                _ => None,
-                            }
-                        }
-                        _ => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(line)
-            }
-        }
-        d.deserialize_map(LineVisitor)
-    }
 }
 
 #[cfg(test)]
@@ -201,14 +162,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn requests_map_ids_to_string_methods_and_the_first_request_names_an_id() {
-        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"id\":9}}\n\
+    fn requests_map_ids_to_string_methods_from_whole_json_lines_and_the_first_request_names_an_id()
+    {
+        let input =
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"id\":9}}\n\
 {\"id\":1,\"method\":\"tools/call\"}\n\
 {\"id\":\"a\",\"\\u006dethod\":\"ping\"}\n\
 {\"id\":2,\"method\":5}\n\
 {\"method\":\"notifications/initialized\"}\n\
 [{\"id\":3,\"method\":\"ping\"}]\n\
 {\"id\":null,\"method\":\"ping\"}\n\
+{\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\\ud800\"}}\n\
+{\"id\":5,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n\
 not json\n";
         let requests = requests_of(input);
         let mut pairs: Vec<_> = requests.iter().collect();

@@ -177,7 +177,8 @@ pub fn run_session_official(policy: &BoundPolicy, input: &[u8]) -> SessionReport
 /// The first id that two responses on `stdout` carry, read with a plain
 /// lenient parse (independent of the gateway's id handling): serde_json
 /// reads each line's top-level `method` and `id` and skips the rest
-/// without building it.
+/// without building it (skipping does not validate the skipped strings;
+/// [`check_stdout`] runs it after the strict transcript check).
 fn id_answered_twice(stdout: &[u8]) -> Option<String> {
     let mut seen = std::collections::HashSet::new();
     for line in stdout.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {

@@ -59,7 +59,9 @@ pub fn tool_error_ids(stdout: &[u8]) -> Vec<i64> {
 /// Each stdout line that reads as a JSON object, with what the model
 /// compares. serde_json reads only the members named below and skips the
 /// rest without building it (the frames carry long texts the model never
-/// looks at).
+/// looks at). Skipping does not validate UTF-8 or surrogates inside the
+/// skipped strings; the stdout read here has passed the strict transcript
+/// check first.
 fn observe(stdout: &[u8]) -> Vec<(&[u8], Frame)> {
     stdout
         .split(|&b| b == b'\n')
@@ -192,7 +194,8 @@ mod tests {
 
     #[test]
     fn refusals_are_errors_and_is_error_results_and_only_they_carry_ids_here() {
-        let stdout = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"isError\":true}}\n\
+        let stdout =
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[],\"isError\":true}}\n\
 {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"isError\":false}}\n\
 {\"jsonrpc\":\"2.0\",\"id\":\"3\",\"result\":{\"isError\":true}}\n\
 {\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32600,\"message\":\"no\"}}\n\
