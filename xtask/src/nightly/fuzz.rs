@@ -333,10 +333,8 @@ pub(super) fn fuzz_target(
         }
         let mut seen: Vec<Vec<u8>> = Vec::new();
         for (artifact, sanitizer) in &found {
-            let bin = project.fuzz_binary(*sanitizer, host, target);
-            let candidate = make_candidate(
-                project, opts, *sanitizer, host, target, &bin, artifact, &fuzz_log,
-            )?;
+            let candidate =
+                make_candidate(project, opts, *sanitizer, host, target, artifact, &fuzz_log)?;
             // Parallel jobs often hit the same defect: keep one per minimized input.
             let bytes = fs::read(project.root.join(&candidate.path))?;
             if seen.contains(&bytes) {

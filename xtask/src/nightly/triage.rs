@@ -59,10 +59,11 @@ pub(super) fn make_candidate(
     sanitizer: Sanitizer,
     host: &str,
     target: &str,
-    bin: &Path,
     artifact: &Path,
     fuzz_log: &str,
 ) -> Result<Candidate> {
+    // The build of the run that found it reproduces it.
+    let bin = &project.fuzz_binary(sanitizer, host, target);
     let name = artifact
         .file_name()
         .context("artifact file name")?
