@@ -308,7 +308,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     let mut fuzz_opts = nightly::default_options();
     fuzz_opts.toolchain = opts.toolchain.clone();
     if let Some(s) = opts.sanitizer {
-        fuzz_opts.sanitizer = s;
+        fuzz_opts.sanitizer = Some(s);
     }
     fuzz_opts.no_merge = true;
     fuzz_opts.jobs = 1;
@@ -425,7 +425,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         sanitizer: if opts.no_fuzz {
             "(no fuzzing)".to_owned()
         } else {
-            fuzz_opts.sanitizer.as_str().to_owned()
+            fuzz_opts.plan().describe()
         },
         test_packages: packages,
         targets: all_targets,
@@ -474,14 +474,9 @@ fn fuzz_bug(
     result: &mut BugResult,
 ) -> Result<()> {
     let build_started = Instant::now();
-    nightly::build_targets(
-        wt,
-        &fuzz_opts.toolchain,
-        fuzz_opts.sanitizer,
-        host,
-        targets,
-        false,
-    )?;
+    for sanitizer in fuzz_opts.plan().sanitizers() {
+        nightly::build_targets(wt, &fuzz_opts.toolchain, sanitizer, host, targets, false)?;
+    }
     result.fuzz_build_secs = build_started.elapsed().as_secs_f64();
     println!(
         "    built {} fuzz target(s) in {:.0}s",

@@ -31,8 +31,15 @@ pub struct Limits {
 
 impl Limits {
     /// The limits of every fuzzing run, the nightly's and the justfile's.
+    ///
+    /// `max_len` fits a line protocol: twice the test policy's
+    /// `max_frame_bytes` (8 KiB), so a generated input can still hold a
+    /// line that crosses the frame cap and the frames after it, while
+    /// executions stay short (a harness's cost grows with its input).
+    /// Longer corpus files are truncated to it when libFuzzer loads them;
+    /// `cargo test` replays them whole.
     pub const DEFAULT: Self = Self {
-        max_len: 65536,
+        max_len: 16384,
         unit_timeout: 10,
         rss_limit_mb: 2048,
     };
@@ -98,15 +105,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn max_len_leaves_room_for_a_line_over_the_test_policys_frame_cap() {
+        let policy: toml::Table =
+            toml::from_str(portcullis_testkit::fixtures::TEST_POLICY).unwrap();
+        let cap = policy["server"]["max_frame_bytes"]
+            .as_integer()
+            .and_then(|c| u64::try_from(c).ok())
+            .expect("the test policy sets max_frame_bytes");
+        assert!(
+            Limits::DEFAULT.max_len >= 2 * cap,
+            "max_len {} cannot hold a line over the {cap}-byte frame cap and a frame after it",
+            Limits::DEFAULT.max_len
+        );
+    }
+
+    #[test]
     fn recipes_get_the_nightly_limits() {
         let dict = "fuzz/dict/mcp.dict";
         assert_eq!(
             flags_for(FlagsFor::Run, dict).join(" "),
-            "-dict=fuzz/dict/mcp.dict -max_len=65536 -timeout=10 -rss_limit_mb=2048"
+            "-dict=fuzz/dict/mcp.dict -max_len=16384 -timeout=10 -rss_limit_mb=2048"
         );
         assert_eq!(
             flags_for(FlagsFor::Cmin, dict).join(" "),
-            "-max_len=65536 -timeout=10 -rss_limit_mb=2048"
+            "-max_len=16384 -timeout=10 -rss_limit_mb=2048"
         );
         assert_eq!(
             flags_for(FlagsFor::Tmin, dict).join(" "),

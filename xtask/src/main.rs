@@ -165,6 +165,32 @@ mod tests {
         assert_eq!(opts.out, PathBuf::from("target/nightly"));
         assert_eq!(opts.limits, libfuzzer::Limits::DEFAULT);
         assert!(!opts.no_merge);
+        assert_eq!(
+            opts.plan(),
+            nightly::SanitizerPlan::Split { asan_percent: 20 }
+        );
+        for (sanitizer, plan) in [
+            ("address", project::Sanitizer::Address),
+            ("none", project::Sanitizer::None),
+        ] {
+            let cli = Cli::try_parse_from(["xtask", "nightly", "--sanitizer", sanitizer]).unwrap();
+            let Cmd::Nightly(opts) = cli.command else {
+                panic!("not nightly");
+            };
+            assert_eq!(opts.plan(), nightly::SanitizerPlan::Only(plan));
+        }
+        assert!(
+            Cli::try_parse_from([
+                "xtask",
+                "nightly",
+                "--sanitizer",
+                "none",
+                "--asan-share",
+                "5"
+            ])
+            .is_err()
+        );
+        assert!(Cli::try_parse_from(["xtask", "nightly", "--asan-share", "101"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "nightly", "--budget", "5 days"]).is_err());
         assert!(Cli::try_parse_from(["xtask", "nightly", "--jobs", "0"]).is_err());
     }

@@ -2,13 +2,17 @@
 //! a budget, fold new coverage into `corpus/`, turn crashes into minimized
 //! regression candidates, and write a report.
 //!
-//! In order: [`build`] (toolchain, cargo-fuzz, `cargo fuzz build`), [`fuzz`]
-//! (one libFuzzer run per target, corpus merge), [`triage`] (minimize and
-//! summarize each crash into a candidate); this file sequences them and
-//! writes the report.
+//! In order: [`build`] (toolchain, cargo-fuzz, `cargo fuzz build`, once per
+//! sanitizer of the [`plan`]), [`fuzz`] (per target, one libFuzzer run per
+//! sanitizer over the same working corpus, then the corpus merge),
+//! [`triage`] (minimize and summarize each crash into a candidate); this
+//! file sequences them and writes the report, with each target's previous
+//! throughput from the [`history`].
 
 mod build;
 mod fuzz;
+mod history;
+mod plan;
 mod triage;
 
 use std::fs;
@@ -21,9 +25,11 @@ use crate::budget::{self, format_secs, split_budget};
 use crate::libfuzzer::{Limits, TMIN_RUNS};
 use crate::process;
 use crate::project::{Project, Sanitizer, select_targets};
+use crate::report::TargetReport;
 use crate::report::{self, Report};
 use crate::sidecar;
 
+pub use plan::SanitizerPlan;
 pub use triage::{relative_paths, reproduce};
 // `cargo xtask bugbench` builds and fuzzes exactly as the nightly does.
 pub(crate) use build::{build as build_targets, ensure_cargo_fuzz, ensure_toolchain};
@@ -49,11 +55,24 @@ pub struct Options {
     /// Toolchain used as `cargo +<toolchain> fuzz`.
     #[arg(long, default_value = "nightly")]
     pub toolchain: String,
-    /// `address` needs nightly. `none` also builds on stable and runs
-    /// several times faster, but loses the memcmp interception that
-    /// guides libFuzzer towards compared byte strings.
-    #[arg(long, value_enum, default_value_t = Sanitizer::Address)]
-    pub sanitizer: Sanitizer,
+    /// One sanitizer for each target's whole share. Without it, each target
+    /// is fuzzed uninstrumented for most of its share, then for
+    /// `--asan-share` percent of it under AddressSanitizer over the same
+    /// corpus (both builds are made). `address` needs nightly; `none` also
+    /// builds on stable and runs several times faster, but loses ASan's
+    /// memory checks and the memcmp interception that guides libFuzzer
+    /// towards compared byte strings.
+    #[arg(long, value_enum)]
+    pub sanitizer: Option<Sanitizer>,
+    /// Percent of each target's share fuzzed under AddressSanitizer when
+    /// `--sanitizer` is not given (0: none at all, 100: all of it).
+    #[arg(
+        long,
+        default_value_t = SanitizerPlan::DEFAULT_ASAN_PERCENT,
+        value_parser = clap::value_parser!(u8).range(0..=100),
+        conflicts_with = "sanitizer"
+    )]
+    pub asan_share: u8,
     #[command(flatten)]
     pub limits: Limits,
     /// Mutations per minimization step (`cargo fuzz tmin --runs`).
@@ -77,6 +96,13 @@ pub fn default_options() -> Options {
         options: Options,
     }
     <Defaults as clap::Parser>::parse_from(["nightly"]).options
+}
+
+impl Options {
+    /// Which sanitizer fuzzes for how long.
+    pub fn plan(&self) -> SanitizerPlan {
+        SanitizerPlan::new(self.sanitizer, self.asan_share)
+    }
 }
 
 pub fn run(project: &Project, opts: &Options) -> Result<()> {
@@ -112,21 +138,23 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
             )
         },
         opts.jobs,
-        opts.sanitizer.as_str(),
+        opts.plan().describe(),
     );
     println!(
         "    (building, corpus merging and crash minimization take time on top of the budget)"
     );
 
     let build_started = Instant::now();
-    build::build(
-        project,
-        &opts.toolchain,
-        opts.sanitizer,
-        &host,
-        &targets,
-        targets.len() == all.len(),
-    )?;
+    for sanitizer in opts.plan().sanitizers() {
+        build::build(
+            project,
+            &opts.toolchain,
+            sanitizer,
+            &host,
+            &targets,
+            targets.len() == all.len(),
+        )?;
+    }
     let build_secs = build_started.elapsed().as_secs_f64();
     println!(
         "==> built {} fuzz target(s) in {build_secs:.0}s",
@@ -134,6 +162,8 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     );
 
     fs::create_dir_all(&opts.out).with_context(|| format!("creating {}", opts.out.display()))?;
+    // Read before this run's report replaces the previous one.
+    let mut history = history::History::load(&opts.out);
     let mut reports = Vec::new();
     for (i, (target, share)) in targets.iter().zip(&shares).enumerate() {
         let position = format!("[{}/{}]", i + 1, targets.len());
@@ -142,7 +172,10 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
                 println!("  {position} {target}: error: {e:#}");
                 fuzz::error_report(project, opts, target, *share, &e)
             });
-        reports.push(report);
+        reports.push(TargetReport {
+            previous: history.previous(target),
+            ..report
+        });
     }
 
     let crashes: usize = reports.iter().map(|r| r.crashes).sum();
@@ -151,7 +184,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         started: sidecar::iso_datetime(started_at),
         budget_secs: opts.budget.as_secs(),
         jobs: opts.jobs,
-        sanitizer: opts.sanitizer.as_str().to_owned(),
+        sanitizer: opts.plan().describe(),
         toolchain,
         cargo_fuzz,
         build_secs,
@@ -168,15 +201,20 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     let bugbench = crate::bugbench::nightly_section(&opts.out).unwrap_or_default();
     fs::write(&md_path, report::render_markdown(&report) + &bugbench)
         .with_context(|| format!("writing {}", md_path.display()))?;
+    history.record(&report);
+    history.save(&opts.out)?;
 
     println!("==> summary ({:.0}s in total)", report.total_secs);
     for t in &report.targets {
         println!(
-            "    {:<14} {:<7} execs {:>10}  exec/s {:>7}  cov {:>5}  ft {:>6}  corpus {} -> {}  crashes {}",
+            "    {:<14} {:<7} execs {:>10}  exec/s {:>7} (previous {:>7})  cov {:>5}  ft {:>6}  corpus {} -> {}  crashes {}",
             t.target,
             t.status,
             t.execs,
             t.execs_per_sec,
+            t.previous
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |p| p.execs_per_sec.to_string()),
             t.coverage.map_or_else(|| "-".to_owned(), |c| c.to_string()),
             t.features.map_or_else(|| "-".to_owned(), |f| f.to_string()),
             t.corpus_size_before,

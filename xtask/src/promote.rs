@@ -165,7 +165,12 @@ fn summarize_by_running(
 ) -> Result<String> {
     let hint = "pass --summary \"<one line: what goes wrong>\"";
     let host = host_triple(toolchain)?;
-    let bin = project.fuzz_binary(Sanitizer::Address, &host, target);
+    // Either build reproduces a panic; ASan's also reports memory errors.
+    let bin = [Sanitizer::Address, Sanitizer::None]
+        .map(|s| project.fuzz_binary(s, &host, target))
+        .into_iter()
+        .find(|b| b.is_file())
+        .unwrap_or_else(|| project.fuzz_binary(Sanitizer::Address, &host, target));
     if !bin.is_file() {
         bail!(
             "no sidecar next to the artifact and {} is not built, so there is no summary; {hint}",

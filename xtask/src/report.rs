@@ -1,6 +1,6 @@
 //! The nightly report: `report.json` for machines, `report.md` for people.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::budget::format_secs;
 
@@ -11,7 +11,8 @@ pub struct Report {
     /// Fuzzing budget for all targets together, in seconds.
     pub budget_secs: u64,
     pub jobs: u32,
-    /// `address` or `none`.
+    /// How each target's share was fuzzed: `address`, `none`, or a split
+    /// such as `none 80% + address 20%` (each target's `runs` say more).
     pub sanitizer: String,
     /// `rustc +nightly --version`.
     pub toolchain: String,
@@ -38,8 +39,14 @@ pub struct TargetReport {
     pub budget_secs: u64,
     /// Wall time of the fuzzing run.
     pub duration_secs: f64,
+    /// Over all of this target's runs.
     pub execs: u64,
+    /// Over all of this target's runs: their executions over their wall time.
     pub execs_per_sec: u64,
+    /// This target's figure in the previous nightly that fuzzed it.
+    pub previous: Option<PreviousFigure>,
+    /// One libFuzzer run per sanitizer, in the order they ran.
+    pub runs: Vec<RunReport>,
     /// Last `cov:` figure (coverage counters).
     pub coverage: Option<u64>,
     /// Last `ft:` figure (features).
@@ -55,6 +62,32 @@ pub struct TargetReport {
     pub crashes: usize,
     pub candidates: Vec<Candidate>,
     pub log: String,
+}
+
+/// One libFuzzer run of a target (one sanitizer's part of its share).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// `address` or `none`.
+    pub sanitizer: String,
+    /// This run's part of the target's share, in seconds.
+    pub budget_secs: u64,
+    pub duration_secs: f64,
+    pub execs: u64,
+    pub execs_per_sec: u64,
+    pub log: String,
+}
+
+/// A target's throughput in an earlier nightly, kept in
+/// `exec-history.json` beside the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreviousFigure {
+    pub execs_per_sec: u64,
+    /// When that nightly started.
+    pub started: String,
+    /// How it was fuzzed (the report's `sanitizer`).
+    pub sanitizer: String,
+    /// Its share of the budget, in seconds.
+    pub budget_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +108,22 @@ pub struct Candidate {
 
 fn opt(value: Option<u64>) -> String {
     value.map_or_else(|| "–".to_owned(), |v| v.to_string())
+}
+
+/// `1203 (address, 1m)`: the figure and how that run fuzzed, so a change of
+/// sanitizer or budget is not mistaken for a change in the code.
+fn previous(figure: Option<&PreviousFigure>) -> String {
+    figure.map_or_else(
+        || "–".to_owned(),
+        |p| {
+            format!(
+                "{} ({}, {})",
+                p.execs_per_sec,
+                p.sanitizer,
+                format_secs(p.budget_secs)
+            )
+        },
+    )
 }
 
 /// Renders the Markdown report.
@@ -100,17 +149,18 @@ pub fn render_markdown(report: &Report) -> String {
         report.toolchain,
         report.cargo_fuzz,
     ));
-    md.push_str("| target | status | time | execs | exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
-    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| target | status | time | execs | exec/s | previous exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for t in &report.targets {
         md.push_str(&format!(
-            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
+            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
             t.target,
             t.status,
             t.duration_secs,
             format_secs(t.budget_secs),
             t.execs,
             t.execs_per_sec,
+            previous(t.previous.as_ref()),
             opt(t.coverage),
             opt(t.features),
             t.corpus_size_before,
@@ -119,6 +169,24 @@ pub fn render_markdown(report: &Report) -> String {
             t.peak_rss_mb
                 .map_or_else(|| "–".to_owned(), |mb| format!("{mb} MB")),
         ));
+    }
+
+    if report.targets.iter().any(|t| t.runs.len() > 1) {
+        md.push_str("\n## Throughput by sanitizer\n\n");
+        md.push_str("| target | sanitizer | time | execs | exec/s |\n|---|---|---:|---:|---:|\n");
+        for t in &report.targets {
+            for r in &t.runs {
+                md.push_str(&format!(
+                    "| `{}` | {} | {:.0}s / {} | {} | {} |\n",
+                    t.target,
+                    r.sanitizer,
+                    r.duration_secs,
+                    format_secs(r.budget_secs),
+                    r.execs,
+                    r.execs_per_sec,
+                ));
+            }
+        }
     }
 
     let crashed: Vec<_> = report
@@ -168,7 +236,16 @@ pub fn render_markdown(report: &Report) -> String {
 
     md.push_str("\n## Logs\n\n");
     for t in &report.targets {
-        md.push_str(&format!("- `{}`: `{}`\n", t.target, t.log));
+        if t.runs.len() > 1 {
+            for r in &t.runs {
+                md.push_str(&format!(
+                    "- `{}` ({}): `{}`\n",
+                    t.target, r.sanitizer, r.log
+                ));
+            }
+        } else {
+            md.push_str(&format!("- `{}`: `{}`\n", t.target, t.log));
+        }
     }
     md
 }
@@ -186,6 +263,15 @@ mod tests {
             duration_secs: 60.4,
             execs: 1000,
             execs_per_sec: 16,
+            previous: None,
+            runs: vec![RunReport {
+                sanitizer: "address".to_owned(),
+                budget_secs: 60,
+                duration_secs: 60.4,
+                execs: 1000,
+                execs_per_sec: 16,
+                log: format!("target/nightly/logs/{name}/fuzz.log"),
+            }],
             coverage: Some(71),
             features: Some(272),
             peak_rss_mb: Some(28),
@@ -230,10 +316,11 @@ mod tests {
         assert!(md.contains("❌ 1 crash(es)"), "{md}");
         assert!(
             md.contains(
-                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | 71 | 272 | 3 → 9 | 0 | 28 MB |"
+                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | – | 71 | 272 | 3 → 9 | 0 | 28 MB |"
             ),
             "{md}"
         );
+        assert!(!md.contains("Throughput by sanitizer"), "{md}");
         assert!(
             md.contains("### `chunking` crash: boom (panicked at src/lib.rs:1:1)"),
             "{md}"
@@ -244,5 +331,79 @@ mod tests {
         assert_eq!(json["targets"][1]["candidates"][0]["kind"], "crash");
         assert_eq!(json["targets"][0]["corpus_size_after"], 9);
         assert!(json["targets"][0].get("error").is_none());
+        assert_eq!(json["targets"][0]["runs"][0]["sanitizer"], "address");
+    }
+
+    #[test]
+    fn a_split_run_shows_each_sanitizers_share_and_the_previous_figure_beside_the_new() {
+        let mut t = target("stdin_bytes");
+        t.execs = 492_000;
+        t.execs_per_sec = 8200;
+        t.previous = Some(PreviousFigure {
+            execs_per_sec: 1203,
+            started: "2026-11-30T00:00:00Z".to_owned(),
+            sanitizer: "address".to_owned(),
+            budget_secs: 60,
+        });
+        t.runs = vec![
+            RunReport {
+                sanitizer: "none".to_owned(),
+                budget_secs: 48,
+                duration_secs: 48.0,
+                execs: 480_000,
+                execs_per_sec: 10_000,
+                log: "target/nightly/logs/stdin_bytes/none/fuzz.log".to_owned(),
+            },
+            RunReport {
+                sanitizer: "address".to_owned(),
+                budget_secs: 12,
+                duration_secs: 12.0,
+                execs: 12_000,
+                execs_per_sec: 1000,
+                log: "target/nightly/logs/stdin_bytes/address/fuzz.log".to_owned(),
+            },
+        ];
+        let report = Report {
+            started: "2026-12-01T00:00:00Z".to_owned(),
+            budget_secs: 60,
+            jobs: 1,
+            sanitizer: "none 80% + address 20%".to_owned(),
+            toolchain: "rustc 1.97.0-nightly".to_owned(),
+            cargo_fuzz: "cargo-fuzz 0.13.2".to_owned(),
+            build_secs: 1.0,
+            total_secs: 62.0,
+            targets: vec![t],
+            crashes: 0,
+            ok: true,
+        };
+        let md = render_markdown(&report);
+        assert!(md.contains("sanitizer none 80% + address 20%"), "{md}");
+        assert!(
+            md.contains("| `stdin_bytes` | ok | 60s / 1m | 492000 | 8200 | 1203 (address, 1m) |"),
+            "{md}"
+        );
+        assert!(md.contains("## Throughput by sanitizer"), "{md}");
+        assert!(
+            md.contains("| `stdin_bytes` | none | 48s / 48s | 480000 | 10000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `stdin_bytes` | address | 12s / 12s | 12000 | 1000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "- `stdin_bytes` (address): `target/nightly/logs/stdin_bytes/address/fuzz.log`"
+            ),
+            "{md}"
+        );
+
+        let json = serde_json::to_value(&report).unwrap();
+        let t = &json["targets"][0];
+        assert_eq!(t["execs_per_sec"], 8200);
+        assert_eq!(t["previous"]["execs_per_sec"], 1203);
+        assert_eq!(t["previous"]["sanitizer"], "address");
+        assert_eq!(t["runs"][0]["sanitizer"], "none");
+        assert_eq!(t["runs"][1]["execs_per_sec"], 1000);
     }
 }

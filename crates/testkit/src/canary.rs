@@ -75,6 +75,11 @@ pub fn find_leak<'a>(
     places: &[(&str, &[u8])],
     sources: &[&[u8]],
 ) -> Option<(String, String)> {
+    let secrets: Vec<&str> = secrets.into_iter().filter(|s| !s.is_empty()).collect();
+    if secrets.is_empty() {
+        return None;
+    }
+    let searcher = Searcher::for_secrets(&secrets);
     // The sources' JSON round trip is costly and only needed to excuse a
     // form actually found in a place, so it is built on first use.
     let decoded: std::cell::OnceCell<Vec<Vec<u8>>> = std::cell::OnceCell::new();
@@ -93,20 +98,61 @@ pub fn find_leak<'a>(
             .chain(decoded.iter().map(Vec::as_slice))
             .any(|s| contains(s, form))
     };
-    for secret in secrets {
-        if secret.is_empty() {
-            continue;
-        }
-        for form in forms(secret) {
-            let Some((place, _)) = places.iter().find(|(_, p)| contains(p, form.as_bytes())) else {
-                continue;
-            };
+    for (place, bytes) in places {
+        // Overlapping: a form the sources excuse must not hide another
+        // that starts inside it.
+        for found in searcher.automaton.find_overlapping_iter(*bytes) {
+            let form = &searcher.forms[found.pattern().as_usize()];
             if !supplied(form.as_bytes()) {
-                return Some(((*place).to_owned(), form));
+                return Some(((*place).to_owned(), form.clone()));
             }
         }
     }
     None
+}
+
+/// Every form of a set of secrets in one automaton, so a place is scanned
+/// once whatever the number of forms. Built once per thread for the
+/// secrets it was last asked for (a fuzz target or a test binary binds the
+/// same canaries in every session).
+#[derive(Debug)]
+struct Searcher {
+    secrets: Vec<String>,
+    forms: Vec<String>,
+    automaton: aho_corasick::AhoCorasick,
+}
+
+impl Searcher {
+    fn for_secrets(secrets: &[&str]) -> std::rc::Rc<Self> {
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<std::rc::Rc<Searcher>>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        LAST.with(|last| {
+            let mut last = last.borrow_mut();
+            if let Some(searcher) = last.as_ref()
+                && searcher
+                    .secrets
+                    .iter()
+                    .map(String::as_str)
+                    .eq(secrets.iter().copied())
+            {
+                return std::rc::Rc::clone(searcher);
+            }
+            let mut forms: Vec<String> = secrets.iter().flat_map(|s| self::forms(s)).collect();
+            forms.sort();
+            forms.dedup();
+            let automaton = aho_corasick::AhoCorasick::new(&forms)
+                .expect("a few dozen short canary forms fit an automaton");
+            let searcher = std::rc::Rc::new(Searcher {
+                secrets: secrets.iter().map(|s| (*s).to_owned()).collect(),
+                forms,
+                automaton,
+            });
+            *last = Some(std::rc::Rc::clone(&searcher));
+            searcher
+        })
+    }
 }
 
 /// Panic if [`find_leak`] finds anything.
@@ -148,6 +194,31 @@ mod tests {
         ] {
             assert!(leaks(&secret, place.as_bytes()), "missed: {place}");
         }
+    }
+
+    #[test]
+    fn a_spelling_the_input_excuses_does_not_hide_another_in_the_same_place() {
+        let secret = value("status_token");
+        let encoded = utf8_percent_encode(&secret, NON_ALPHANUMERIC).to_string();
+        // The raw value was sent (so echoing it is no leak); its
+        // percent-encoded form was not, and follows it in stdout.
+        let stdout = format!("unknown method {secret}; fetched /?t={encoded}");
+        let found = find_leak(
+            [secret.as_str()],
+            &[("stdout", stdout.as_bytes())],
+            &[format!(r#"{{"method":"{secret}"}}"#).as_bytes()],
+        );
+        assert_eq!(found, Some(("stdout".to_owned(), encoded)));
+        // Two secrets: the second's leak is found whichever comes first.
+        let other = value("deploy_key");
+        assert!(
+            find_leak(
+                [secret.as_str(), other.as_str()],
+                &[("report", other.as_bytes())],
+                &[]
+            )
+            .is_some()
+        );
     }
 
     #[test]

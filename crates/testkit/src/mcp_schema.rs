@@ -138,6 +138,9 @@ pub fn check_stdout(
 }
 
 /// id (as JSON text) → method for every request-looking input line.
+/// Each line is read whole, as a `serde_json::Value`: a line serde_json
+/// refuses anywhere (invalid UTF-8 or a lone surrogate in a member the map
+/// does not need) names nothing, even if its `id` and `method` read fine.
 pub fn requests_of(input: &[u8]) -> HashMap<String, String> {
     let mut map = HashMap::new();
     for line in input.split(|&b| b == b'\n') {
@@ -152,4 +155,36 @@ pub fn requests_of(input: &[u8]) -> HashMap<String, String> {
         }
     }
     map
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_map_ids_to_string_methods_from_whole_json_lines_and_the_first_request_names_an_id()
+    {
+        let input =
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"id\":9}}\n\
+{\"id\":1,\"method\":\"tools/call\"}\n\
+{\"id\":\"a\",\"\\u006dethod\":\"ping\"}\n\
+{\"id\":2,\"method\":5}\n\
+{\"method\":\"notifications/initialized\"}\n\
+[{\"id\":3,\"method\":\"ping\"}]\n\
+{\"id\":null,\"method\":\"ping\"}\n\
+{\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\\ud800\"}}\n\
+{\"id\":5,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}\n\
+not json\n";
+        let requests = requests_of(input);
+        let mut pairs: Vec<_> = requests.iter().collect();
+        pairs.sort();
+        assert_eq!(
+            pairs,
+            [
+                (&"\"a\"".to_owned(), &"ping".to_owned()),
+                (&"1".to_owned(), &"initialize".to_owned()),
+                (&"null".to_owned(), &"ping".to_owned()),
+            ]
+        );
+    }
 }

@@ -16,8 +16,8 @@ use super::triage::make_candidate;
 use crate::budget::format_secs;
 use crate::libfuzzer::{self, Limits, LogStats, Totals, artifact_kind, asan_options};
 use crate::process::{Kill, run_streaming};
-use crate::project::{Project, copy_missing, files_in};
-use crate::report::TargetReport;
+use crate::project::{Project, Sanitizer, copy_missing, files_in};
+use crate::report::{RunReport, TargetReport};
 
 /// How often to print a status line: about six times per target, within 5–30s.
 fn status_interval(share_secs: u64) -> Duration {
@@ -58,6 +58,137 @@ fn condensed_totals(totals: &Totals, jobs: usize) -> String {
     out
 }
 
+/// One libFuzzer process over a target's working corpus.
+struct Run<'a> {
+    target: &'a str,
+    position: &'a str,
+    bin: PathBuf,
+    sanitizer: Sanitizer,
+    secs: u64,
+    /// Its working directory: libFuzzer's `-jobs` logs land here.
+    log_dir: PathBuf,
+}
+
+/// What one run did.
+struct RunOutcome {
+    totals: Totals,
+    duration_secs: f64,
+    timed_out: bool,
+    status: std::process::ExitStatus,
+    log: PathBuf,
+}
+
+/// Fuzz `work` (plus `seeds`) with `run.bin` for `run.secs`, crashes into
+/// `artifacts`, showing progress; the figures are read from its output.
+fn run_libfuzzer(
+    project: &Project,
+    opts: &Options,
+    run: &Run<'_>,
+    work: &Path,
+    seeds: Option<&Path>,
+    artifacts: &Path,
+) -> Result<RunOutcome> {
+    let Run {
+        target,
+        position,
+        secs,
+        ..
+    } = *run;
+    let log_dir = &run.log_dir;
+    fs::create_dir_all(log_dir)?;
+    let log = log_dir.join("fuzz.log");
+    let mut cmd = Command::new(&run.bin);
+    // In -jobs mode libFuzzer writes fuzz-<job>.log into its working directory.
+    cmd.current_dir(log_dir)
+        .env("ASAN_OPTIONS", asan_options())
+        .arg(work);
+    cmd.args(seeds);
+    cmd.arg(format!("-dict={}", project.dict().display()))
+        .arg(format!("-max_total_time={secs}"))
+        .arg("-print_final_stats=1")
+        .arg(format!("-artifact_prefix={}/", artifacts.display()))
+        .arg(format!("-max_len={}", opts.limits.max_len))
+        .args(opts.limits.flags());
+    if opts.jobs > 1 {
+        cmd.arg(format!("-jobs={}", opts.jobs))
+            .arg(format!("-workers={}", opts.jobs));
+    }
+
+    let stats = RefCell::new(LogStats::default());
+    let interval = status_interval(secs);
+    let mut last_print = Instant::now();
+    let mut panic_message_next = false;
+    let started = Instant::now();
+    let label = run.sanitizer.as_str();
+    let streamed = run_streaming(
+        &mut cmd,
+        &log,
+        Duration::from_secs(secs + opts.limits.unit_timeout + 60),
+        Kill::Child,
+        |line| {
+            stats.borrow_mut().feed_line(line);
+            // A panic's message is on the line after its location.
+            if is_notable(line) || panic_message_next {
+                println!("      {target}: {line}");
+            }
+            panic_message_next = line.contains(" panicked at ") && line.ends_with(':');
+        },
+        |elapsed| {
+            if last_print.elapsed() < interval {
+                return;
+            }
+            last_print = Instant::now();
+            let status = if opts.jobs > 1 {
+                job_logs(log_dir)
+                    .ok()
+                    .filter(|jobs| !jobs.is_empty())
+                    .map(|jobs| condensed_totals(&libfuzzer::combine(&jobs), jobs.len()))
+            } else {
+                stats.borrow().last_status.as_ref().map(|s| s.condensed())
+            };
+            println!(
+                "  {position} {target} ({label}) {}/{} {}",
+                format_secs(elapsed.as_secs().min(secs)),
+                format_secs(secs),
+                status.as_deref().unwrap_or("starting…"),
+            );
+        },
+    )?;
+    let duration_secs = started.elapsed().as_secs_f64();
+    let totals = if opts.jobs > 1 {
+        libfuzzer::combine(&job_logs(log_dir)?)
+    } else {
+        libfuzzer::combine(&[stats.into_inner()])
+    };
+    Ok(RunOutcome {
+        totals,
+        duration_secs,
+        timed_out: streamed.timed_out,
+        status: streamed.status,
+        log,
+    })
+}
+
+/// The target's throughput over all its runs: their executions over their
+/// wall time (one run's figure is libFuzzer's own average).
+fn overall_execs_per_sec(runs: &[RunReport]) -> u64 {
+    match runs {
+        [one] => one.execs_per_sec,
+        _ => {
+            let secs: f64 = runs.iter().map(|r| r.duration_secs).sum();
+            let execs: u64 = runs.iter().map(|r| r.execs).sum();
+            if secs > 0.0 {
+                (execs as f64 / secs).round() as u64
+            } else {
+                0
+            }
+        }
+    }
+}
+
+/// Fuzz `target` for `share` seconds: one libFuzzer run per sanitizer of
+/// the plan over the same working corpus, then triage of what they found
+/// and the corpus merge.
 pub(crate) fn fuzz_target(
     project: &Project,
     opts: &Options,
@@ -66,7 +197,7 @@ pub(crate) fn fuzz_target(
     share: u64,
     position: &str,
 ) -> Result<TargetReport> {
-    let bin = project.fuzz_binary(opts.sanitizer, host, target);
+    let plan = opts.plan();
     let corpus = project.corpus(target);
     let work = project.working_corpus(target);
     fs::create_dir_all(&corpus).with_context(|| format!("creating {}", corpus.display()))?;
@@ -89,109 +220,121 @@ pub(crate) fn fuzz_target(
 
     let artifacts = opts.out.join("artifacts").join(target);
     fs::create_dir_all(&artifacts)?;
-    let earlier: HashSet<PathBuf> = files_in(&artifacts)?.into_iter().collect();
     let log_dir = opts.out.join("logs").join(target);
     if log_dir.exists() {
         fs::remove_dir_all(&log_dir).with_context(|| format!("clearing {}", log_dir.display()))?;
     }
     fs::create_dir_all(&log_dir)?;
-    let log = log_dir.join("fuzz.log");
 
-    let mut cmd = Command::new(&bin);
-    // In -jobs mode libFuzzer writes fuzz-<job>.log into its working directory.
-    cmd.current_dir(&log_dir)
-        .env("ASAN_OPTIONS", asan_options())
-        .arg(&work);
-    if regression_seeds > 0 {
-        cmd.arg(seeds.path());
-    }
-    cmd.arg(format!("-dict={}", project.dict().display()))
-        .arg(format!("-max_total_time={share}"))
-        .arg("-print_final_stats=1")
-        .arg(format!("-artifact_prefix={}/", artifacts.display()))
-        .arg(format!("-max_len={}", opts.limits.max_len))
-        .args(opts.limits.flags());
-    if opts.jobs > 1 {
-        cmd.arg(format!("-jobs={}", opts.jobs))
-            .arg(format!("-workers={}", opts.jobs));
-    }
-
+    let planned = plan.runs(share);
+    let split = planned.len() > 1;
     println!(
-        "  {position} {target}: fuzzing for {} ({} corpus inputs, {regression_seeds} regression seeds)",
+        "  {position} {target}: fuzzing for {} ({}; {} corpus inputs, {regression_seeds} regression seeds)",
         format_secs(share),
+        planned
+            .iter()
+            .map(|(s, secs)| format!("{} {}", s.as_str(), format_secs(*secs)))
+            .collect::<Vec<_>>()
+            .join(" then "),
         files_in(&work)?.len(),
     );
-    let stats = RefCell::new(LogStats::default());
-    let interval = status_interval(share);
-    let mut last_print = Instant::now();
-    let mut panic_message_next = false;
-    let started = Instant::now();
-    let streamed = run_streaming(
-        &mut cmd,
-        &log,
-        Duration::from_secs(share + opts.limits.unit_timeout + 60),
-        Kill::Child,
-        |line| {
-            stats.borrow_mut().feed_line(line);
-            // A panic's message is on the line after its location.
-            if is_notable(line) || panic_message_next {
-                println!("      {target}: {line}");
-            }
-            panic_message_next = line.contains(" panicked at ") && line.ends_with(':');
-        },
-        |elapsed| {
-            if last_print.elapsed() < interval {
-                return;
-            }
-            last_print = Instant::now();
-            let status = if opts.jobs > 1 {
-                job_logs(&log_dir)
-                    .ok()
-                    .filter(|jobs| !jobs.is_empty())
-                    .map(|jobs| condensed_totals(&libfuzzer::combine(&jobs), jobs.len()))
-            } else {
-                stats.borrow().last_status.as_ref().map(|s| s.condensed())
-            };
-            println!(
-                "  {position} {target} {}/{} {}",
-                format_secs(elapsed.as_secs().min(share)),
-                format_secs(share),
-                status.as_deref().unwrap_or("starting…"),
-            );
-        },
-    )?;
-    let duration_secs = started.elapsed().as_secs_f64();
-    let totals = if opts.jobs > 1 {
-        libfuzzer::combine(&job_logs(&log_dir)?)
-    } else {
-        libfuzzer::combine(&[stats.into_inner()])
-    };
 
+    let mut runs = Vec::new();
+    let mut last_totals = Totals::default();
+    let mut peak_rss_mb = None;
     let mut error = None;
-    if streamed.timed_out {
-        error = Some(format!(
-            "libFuzzer was still running {}s past its {share}s budget and was killed",
-            opts.limits.unit_timeout + 60
-        ));
+    // Each artifact with the sanitizer whose run wrote it.
+    let mut found: Vec<(PathBuf, Sanitizer)> = Vec::new();
+    let mut fuzz_logs = Vec::new();
+    for (sanitizer, secs) in planned {
+        let earlier: HashSet<PathBuf> = files_in(&artifacts)?.into_iter().collect();
+        let run = Run {
+            target,
+            position,
+            bin: project.fuzz_binary(sanitizer, host, target),
+            sanitizer,
+            secs,
+            // A split keeps each run's logs apart; a single run keeps the
+            // layout of earlier reports.
+            log_dir: if split {
+                log_dir.join(sanitizer.as_str())
+            } else {
+                log_dir.clone()
+            },
+        };
+        let outcome = run_libfuzzer(
+            project,
+            opts,
+            &run,
+            &work,
+            (regression_seeds > 0).then(|| seeds.path()),
+            &artifacts,
+        )?;
+        let new: Vec<PathBuf> = files_in(&artifacts)?
+            .into_iter()
+            .filter(|a| !earlier.contains(a))
+            .filter(|a| {
+                a.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(artifact_kind)
+                    .is_some()
+            })
+            .collect();
+        if outcome.timed_out {
+            error = Some(format!(
+                "libFuzzer ({}) was still running {}s past its {secs}s budget and was killed",
+                sanitizer.as_str(),
+                opts.limits.unit_timeout + 60
+            ));
+        } else if new.is_empty() && !outcome.status.success() && error.is_none() {
+            error = Some(format!(
+                "libFuzzer ({}) exited with {} without writing an artifact",
+                sanitizer.as_str(),
+                outcome.status
+            ));
+        }
+        println!(
+            "  {position} {target} ({}): {:.0}s, {} execs ({} exec/s)",
+            sanitizer.as_str(),
+            outcome.duration_secs,
+            outcome.totals.execs,
+            outcome.totals.execs_per_sec,
+        );
+        runs.push(RunReport {
+            sanitizer: sanitizer.as_str().to_owned(),
+            budget_secs: secs,
+            duration_secs: outcome.duration_secs,
+            execs: outcome.totals.execs,
+            execs_per_sec: outcome.totals.execs_per_sec,
+            log: project.display(&outcome.log),
+        });
+        peak_rss_mb = peak_rss_mb.max(outcome.totals.peak_rss_mb);
+        let stop = !new.is_empty() || error.is_some();
+        fuzz_logs.push(outcome.log);
+        found.extend(new.into_iter().map(|a| (a, sanitizer)));
+        // Coverage and features come from the last run (the builds count
+        // edges differently, so they do not add up).
+        last_totals = outcome.totals;
+        // libFuzzer stops at its first finding; so does the target.
+        if stop {
+            break;
+        }
     }
+    let execs: u64 = runs.iter().map(|r| r.execs).sum();
+    let duration_secs: f64 = runs.iter().map(|r| r.duration_secs).sum();
+    let execs_per_sec = overall_execs_per_sec(&runs);
 
-    // Findings: artifacts that this run wrote.
+    // Findings: artifacts that these runs wrote.
     let mut candidates = Vec::new();
-    let found: Vec<PathBuf> = files_in(&artifacts)?
-        .into_iter()
-        .filter(|a| !earlier.contains(a))
-        .filter(|a| {
-            a.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(artifact_kind)
-                .is_some()
-        })
-        .collect();
     if !found.is_empty() {
-        let fuzz_log = String::from_utf8_lossy(&fs::read(&log)?).into_owned();
+        let mut fuzz_log = String::new();
+        for log in &fuzz_logs {
+            fuzz_log.push_str(&String::from_utf8_lossy(&fs::read(log)?));
+        }
         let mut seen: Vec<Vec<u8>> = Vec::new();
-        for artifact in &found {
-            let candidate = make_candidate(project, opts, host, target, &bin, artifact, &fuzz_log)?;
+        for (artifact, sanitizer) in &found {
+            let candidate =
+                make_candidate(project, opts, *sanitizer, host, target, artifact, &fuzz_log)?;
             // Parallel jobs often hit the same defect: keep one per minimized input.
             let bytes = fs::read(project.root.join(&candidate.path))?;
             if seen.contains(&bytes) {
@@ -207,18 +350,15 @@ pub(crate) fn fuzz_target(
             seen.push(bytes);
             candidates.push(candidate);
         }
-    } else if !streamed.status.success() && error.is_none() {
-        error = Some(format!(
-            "libFuzzer exited with {} without writing an artifact",
-            streamed.status
-        ));
     }
 
-    // Fold new coverage into the checked-in corpus.
+    // Fold new coverage into the checked-in corpus, with the first run's
+    // build (the fastest in a split).
     let merge_log = log_dir.join("merge.log");
     let added = if opts.no_merge {
         None
     } else {
+        let bin = project.fuzz_binary(plan.sanitizers()[0], host, target);
         match merge_corpus(opts.limits, &bin, &corpus, &work, &log_dir, &merge_log) {
             Ok(added) => added,
             Err(e) => {
@@ -238,11 +378,13 @@ pub(crate) fn fuzz_target(
         "ok"
     };
     println!(
-        "  {position} {target}: {status} after {duration_secs:.0}s: {} execs ({} exec/s), cov {} ft {}, corpus/{target} {corpus_size_before} -> {corpus_size_after}{}, {} crash(es)",
-        totals.execs,
-        totals.execs_per_sec,
-        totals.cov.map_or_else(|| "-".to_owned(), |c| c.to_string()),
-        totals.ft.map_or_else(|| "-".to_owned(), |f| f.to_string()),
+        "  {position} {target}: {status} after {duration_secs:.0}s: {execs} execs ({execs_per_sec} exec/s), cov {} ft {}, corpus/{target} {corpus_size_before} -> {corpus_size_after}{}, {} crash(es)",
+        last_totals
+            .cov
+            .map_or_else(|| "-".to_owned(), |c| c.to_string()),
+        last_totals
+            .ft
+            .map_or_else(|| "-".to_owned(), |f| f.to_string()),
         added.map_or_else(String::new, |n| format!(" (+{n} from the merge)")),
         candidates.len(),
     );
@@ -256,18 +398,20 @@ pub(crate) fn fuzz_target(
         error,
         budget_secs: share,
         duration_secs,
-        execs: totals.execs,
-        execs_per_sec: totals.execs_per_sec,
-        coverage: totals.cov,
-        features: totals.ft,
-        peak_rss_mb: totals.peak_rss_mb,
+        execs,
+        execs_per_sec,
+        previous: None,
+        log: runs.first().map(|r| r.log.clone()).unwrap_or_default(),
+        runs,
+        coverage: last_totals.cov,
+        features: last_totals.ft,
+        peak_rss_mb,
         corpus_size_before,
         corpus_size_after,
         working_corpus_size,
         regression_seeds,
         crashes: candidates.len(),
         candidates,
-        log: project.display(&log),
     })
 }
 
@@ -287,6 +431,8 @@ pub(super) fn error_report(
         duration_secs: 0.0,
         execs: 0,
         execs_per_sec: 0,
+        previous: None,
+        runs: Vec::new(),
         coverage: None,
         features: None,
         peak_rss_mb: None,
@@ -356,6 +502,32 @@ fn merge_corpus(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(sanitizer: &str, duration_secs: f64, execs: u64, execs_per_sec: u64) -> RunReport {
+        RunReport {
+            sanitizer: sanitizer.to_owned(),
+            budget_secs: duration_secs as u64,
+            duration_secs,
+            execs,
+            execs_per_sec,
+            log: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_split_target_reports_its_executions_over_its_whole_time() {
+        // libFuzzer's own average for a single run (it counts from start-up).
+        assert_eq!(
+            overall_execs_per_sec(&[run("address", 60.4, 60_000, 1000)]),
+            1000
+        );
+        let split = [
+            run("none", 48.0, 480_000, 10_000),
+            run("address", 12.0, 12_000, 1000),
+        ];
+        assert_eq!(overall_execs_per_sec(&split), 8200);
+        assert_eq!(overall_execs_per_sec(&[]), 0);
+    }
 
     #[test]
     fn status_interval_scales_with_the_share() {

@@ -14,7 +14,7 @@ use super::Options;
 use super::build::build_flags;
 use crate::libfuzzer::{Limits, artifact_kind, asan_options, crash_summary};
 use crate::process::{Kill, cargo, run_streaming};
-use crate::project::Project;
+use crate::project::{Project, Sanitizer};
 use crate::report::Candidate;
 use crate::sidecar;
 
@@ -56,12 +56,14 @@ pub fn relative_paths(text: &str, root: &Path) -> String {
 pub(super) fn make_candidate(
     project: &Project,
     opts: &Options,
+    sanitizer: Sanitizer,
     host: &str,
     target: &str,
-    bin: &Path,
     artifact: &Path,
     fuzz_log: &str,
 ) -> Result<Candidate> {
+    // The build of the run that found it reproduces it.
+    let bin = &project.fuzz_binary(sanitizer, host, target);
     let name = artifact
         .file_name()
         .context("artifact file name")?
@@ -81,7 +83,7 @@ pub(super) fn make_candidate(
     let mut cmd = cargo(Some(&opts.toolchain));
     cmd.current_dir(&project.root)
         .args(["fuzz", "tmin"])
-        .args(build_flags(project, opts.sanitizer, host))
+        .args(build_flags(project, sanitizer, host))
         .arg("--runs")
         .arg(opts.tmin_runs.to_string())
         .arg(target)
