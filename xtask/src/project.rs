@@ -208,7 +208,9 @@ path = "fuzz_targets/strict_json.rs"
                 "chunking",
                 "stdout_frames",
                 "strict_json",
-                "authz_expansion"
+                "authz_expansion",
+                "policy_load",
+                "transcript_check"
             ]
         );
     }

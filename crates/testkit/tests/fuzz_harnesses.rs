@@ -79,3 +79,13 @@ fn strict_json() {
 fn authz_expansion() {
     check("authz_expansion");
 }
+
+#[test]
+fn policy_load() {
+    check("policy_load");
+}
+
+#[test]
+fn transcript_check() {
+    check("transcript_check");
+}
