@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use portcullis_gateway::policy::{Policy, PolicyError, TargetSpec};
+use portcullis_gateway::SecretStore;
+use portcullis_gateway::policy::{CredentialSource, Policy, PolicyError, TargetSpec};
 use toml::{Table, Value};
 
 const FILE: &str = "fuzz-policy.toml";
@@ -34,6 +35,7 @@ pub fn policy_load(data: &[u8]) {
                 "loaded a policy the oracle finds at fault: {faults:?}"
             );
             check_loaded(&policy, &raw);
+            check_secrets(policy);
         }
         (Err(err), raw) => check_refusal(&err, raw.ok().as_ref()),
     }
@@ -153,6 +155,66 @@ fn check_loaded(policy: &Policy, raw: &Table) {
                     tool.name
                 );
             }
+        }
+    }
+}
+
+/// Credential files the harness controls: a value with surrounding
+/// whitespace, a blank file, and a path that does not exist. Every file
+/// credential of a loaded policy is pointed at one of them (reading the
+/// policy's own paths could block on a FIFO or a device), env credentials
+/// keep their names (reading the environment has no effect).
+fn credential_files() -> &'static [std::path::PathBuf; 3] {
+    static FILES: std::sync::OnceLock<(tempfile::TempDir, [std::path::PathBuf; 3])> =
+        std::sync::OnceLock::new();
+    &FILES
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let value = dir.path().join("value");
+            let blank = dir.path().join("blank");
+            std::fs::write(&value, format!("  {FILE_SECRET}\n")).expect("write");
+            std::fs::write(&blank, " \n").expect("write");
+            let missing = dir.path().join("missing");
+            (dir, [value, blank, missing])
+        })
+        .1
+}
+
+const FILE_SECRET: &str = "file-secret-7f3a";
+
+/// Resolving the credentials: each ends as a value or as a problem, never
+/// both; a value is the trimmed file text; no value shows in any `Debug`
+/// output or problem.
+fn check_secrets(mut policy: Policy) {
+    let files = credential_files();
+    for (i, source) in policy.credentials.values_mut().enumerate() {
+        if let CredentialSource::File(path) = source {
+            *path = files[i % files.len()].clone();
+        }
+    }
+    let store = SecretStore::from_environment(&policy);
+    let bound = policy.clone().bind_secrets(store.clone());
+    let shown = format!("{bound:?} {store:?}");
+    assert!(!shown.contains(FILE_SECRET), "a credential value shows in Debug");
+    for (name, source) in &policy.credentials {
+        let value = store.get(name);
+        let problem = store.problems().get(name);
+        assert!(
+            value.is_some() != problem.is_some(),
+            "credential {name}: exactly one of a value or a problem"
+        );
+        if let Some(secret) = value {
+            assert!(!secret.expose().is_empty() && secret.expose() == secret.expose().trim());
+            match source {
+                CredentialSource::File(path) => {
+                    assert_eq!(secret.expose(), FILE_SECRET);
+                    assert_eq!(secret.path(), Some(path.as_path()));
+                }
+                CredentialSource::Env(_) => assert_eq!(secret.path(), None),
+            }
+        }
+        if let Some(problem) = problem {
+            assert!(!problem.contains(FILE_SECRET), "a problem shows a value");
         }
     }
 }

@@ -19,11 +19,15 @@ pub fn transcript_check(data: &[u8]) {
     let expected = first_bad_line(data);
     match (check_transcript(data), expected) {
         (Ok(frames), Ok(lines)) => assert_eq!(frames, lines, "frame count"),
-        (Err(v), Err(line)) => assert_eq!(
-            v.line, line,
-            "the checker and the oracle blame different lines: {v}"
-        ),
-        (Ok(_), Err(line)) => panic!(
+        (Err(v), Err((line, raw))) => {
+            assert_eq!(
+                v.line, line,
+                "the checker and the oracle blame different lines: {v}"
+            );
+            assert_eq!(v.raw, raw, "the violation carries the line's raw bytes");
+            check_shown(&v.to_string(), line, raw);
+        }
+        (Ok(_), Err((line, _))) => panic!(
             "the checker accepted stdout the oracle refuses at line {line}: {}",
             portcullis_wire::transcript::render_bytes(data)
         ),
@@ -31,18 +35,76 @@ pub fn transcript_check(data: &[u8]) {
     }
 }
 
-/// `Ok(frames)`, or the 1-based number of the first line that is not a
-/// permitted frame (an unterminated tail counts as a line).
-fn first_bad_line(stdout: &[u8]) -> Result<usize, usize> {
-    let mut lines = stdout.split_inclusive(|&b| b == b'\n');
+/// A violation as a maintainer reads it: the line number, then the raw
+/// bytes as a `b"..."` literal of printable ASCII that decodes back to the
+/// first 512 bytes, with the full length when cut.
+fn check_shown(shown: &str, line: usize, raw: &[u8]) {
+    let prefix = format!("non-protocol stdout on line {line}: b\"");
+    let literal = shown
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("violation does not start with {prefix:?}: {shown}"));
+    let (decoded, rest) = decode_literal(literal);
+    assert!(
+        literal[..literal.len() - rest.len()]
+            .bytes()
+            .all(|b| (0x20..=0x7e).contains(&b)),
+        "the violation shows unprintable bytes: {shown:?}"
+    );
+    let shown_len = raw.len().min(512);
+    assert_eq!(decoded, raw[..shown_len], "the shown bytes are not the line's");
+    if raw.len() > 512 {
+        let total = format!("... ({} bytes in all): ", raw.len());
+        assert!(rest.starts_with(&total), "a cut line must say its length: {rest}");
+    } else {
+        assert!(rest.starts_with(": "), "unexpected text after the bytes: {rest}");
+    }
+}
+
+/// Decode a Rust-style byte string body up to its closing quote; returns
+/// the bytes and the text after the quote.
+fn decode_literal(text: &str) -> (Vec<u8>, &str) {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => return (out, &text[i + 1..]),
+            b'\\' => {
+                let (byte, len) = match bytes.get(i + 1) {
+                    Some(b'n') => (b'\n', 2),
+                    Some(b'r') => (b'\r', 2),
+                    Some(b't') => (b'\t', 2),
+                    Some(b'\\') => (b'\\', 2),
+                    Some(b'"') => (b'"', 2),
+                    Some(b'x') => {
+                        let hex = &text[i + 2..i + 4];
+                        (u8::from_str_radix(hex, 16).expect("hex escape"), 4)
+                    }
+                    other => panic!("unknown escape {other:?} in {text:?}"),
+                };
+                out.push(byte);
+                i += len;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    panic!("unterminated byte literal: {text:?}")
+}
+
+/// `Ok(frames)`, or the 1-based number and the raw bytes of the first line
+/// that is not a permitted frame (an unterminated tail counts as a line).
+fn first_bad_line(stdout: &[u8]) -> Result<usize, (usize, &[u8])> {
     let mut count = 0;
-    for line in lines.by_ref() {
+    for line in stdout.split_inclusive(|&b| b == b'\n') {
         count += 1;
         let Some(body) = line.strip_suffix(b"\n") else {
-            return Err(count);
+            return Err((count, line));
         };
         if !permitted(body) {
-            return Err(count);
+            return Err((count, line));
         }
     }
     Ok(count)
