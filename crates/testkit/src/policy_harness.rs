@@ -143,6 +143,14 @@ fn check_loaded(policy: &Policy, raw: &Table) {
                 );
                 let allow: BTreeSet<(String, u16)> =
                     http.allow.iter().map(|a| (a.host.clone(), a.port)).collect();
+                for entry in &http.allow {
+                    let shown = entry.to_string();
+                    assert_eq!(
+                        url_host(&shown[..shown.rfind(':').expect("port")], entry.port),
+                        Some((entry.host.clone(), entry.port)),
+                        "allow entry {shown} does not read back"
+                    );
+                }
                 check_url(&tool.name, raw_http["url"].as_str().expect("str"), &allow);
             }
             TargetSpec::Ssh(ssh) => {
@@ -216,6 +224,16 @@ fn check_secrets(mut policy: Policy) {
         if let Some(problem) = problem {
             assert!(!problem.contains(FILE_SECRET), "a problem shows a value");
         }
+    }
+    // Replay binds a stand-in to every credential, so authorization decides
+    // as it would with all of them present.
+    let stand_ins = SecretStore::stand_ins(&policy);
+    assert!(stand_ins.problems().is_empty());
+    for name in policy.credentials.keys() {
+        assert!(
+            stand_ins.get(name).is_some_and(|s| s.path().is_none()),
+            "credential {name} has no stand-in"
+        );
     }
 }
 
