@@ -31,7 +31,10 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("strict_json", strict_json),
     ("authz_expansion", crate::authz_harness::authz_expansion),
     ("policy_load", crate::policy_harness::policy_load),
-    ("transcript_check", crate::transcript_harness::transcript_check),
+    (
+        "transcript_check",
+        crate::transcript_harness::transcript_check,
+    ),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz

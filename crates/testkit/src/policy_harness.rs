@@ -113,10 +113,16 @@ fn check_loaded(policy: &Policy, raw: &Table) {
             .and_then(Value::as_integer)
             .map_or(default, |n| usize::try_from(n).expect("checked range"))
     };
-    assert_eq!(policy.server.max_frame_bytes, limit("max_frame_bytes", 4 << 20));
+    assert_eq!(
+        policy.server.max_frame_bytes,
+        limit("max_frame_bytes", 4 << 20)
+    );
     assert_eq!(policy.server.max_depth, limit("max_depth", 64));
     assert_eq!(policy.server.max_id_bytes, limit("max_id_bytes", 1024));
-    assert_eq!(policy.server.max_session_ids, limit("max_session_ids", 100_000));
+    assert_eq!(
+        policy.server.max_session_ids,
+        limit("max_session_ids", 100_000)
+    );
     let raw_credentials: BTreeSet<&String> = raw
         .get("credentials")
         .and_then(Value::as_table)
@@ -136,13 +142,22 @@ fn check_loaded(policy: &Policy, raw: &Table) {
         assert_eq!(tool.timeout, want, "tool {}: timeout", tool.name);
         match &tool.target {
             TargetSpec::Http(http) => {
-                let raw_http = raw_tool.get("http").and_then(Value::as_table).expect("http");
+                let raw_http = raw_tool
+                    .get("http")
+                    .and_then(Value::as_table)
+                    .expect("http");
                 assert_eq!(
                     http.method.as_str(),
-                    raw_http["method"].as_str().expect("str").to_ascii_uppercase()
+                    raw_http["method"]
+                        .as_str()
+                        .expect("str")
+                        .to_ascii_uppercase()
                 );
-                let allow: BTreeSet<(String, u16)> =
-                    http.allow.iter().map(|a| (a.host.clone(), a.port)).collect();
+                let allow: BTreeSet<(String, u16)> = http
+                    .allow
+                    .iter()
+                    .map(|a| (a.host.clone(), a.port))
+                    .collect();
                 for entry in &http.allow {
                     let shown = entry.to_string();
                     assert_eq!(
@@ -203,7 +218,10 @@ fn check_secrets(mut policy: Policy) {
     let store = SecretStore::from_environment(&policy);
     let bound = policy.clone().bind_secrets(store.clone());
     let shown = format!("{bound:?} {store:?}");
-    assert!(!shown.contains(FILE_SECRET), "a credential value shows in Debug");
+    assert!(
+        !shown.contains(FILE_SECRET),
+        "a credential value shows in Debug"
+    );
     for (name, source) in &policy.credentials {
         let value = store.get(name);
         let problem = store.problems().get(name);
@@ -367,7 +385,9 @@ fn plain_name(s: &str, max: usize) -> bool {
 
 impl Oracle {
     fn fault(&mut self, field: impl Into<String>, why: &str) {
-        self.faults.entry(field.into()).or_insert_with(|| why.to_owned());
+        self.faults
+            .entry(field.into())
+            .or_insert_with(|| why.to_owned());
     }
 
     fn judge(mut self, raw: &Table) -> BTreeMap<String, String> {
@@ -461,7 +481,10 @@ impl Oracle {
     }
 
     fn http(&mut self, http: &Table, credentials: &Table) {
-        let method = http.get("method").and_then(Value::as_str).unwrap_or_default();
+        let method = http
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let known = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
         if !known.contains(&method.to_ascii_uppercase().as_str()) {
             self.fault("tools.http.method", "unknown method");
@@ -541,11 +564,9 @@ impl Oracle {
     /// Every placeholder names a required string or integer property.
     fn placeholders(&mut self, tool: &Table) {
         let templates: Vec<&str> = match (tool.get("http"), tool.get("ssh")) {
-            (Some(Value::Table(h)), _) => h
-                .get("url")
-                .and_then(Value::as_str)
-                .into_iter()
-                .collect(),
+            (Some(Value::Table(h)), _) => {
+                h.get("url").and_then(Value::as_str).into_iter().collect()
+            }
             (_, Some(Value::Table(s))) => s
                 .get("argv")
                 .and_then(Value::as_array)

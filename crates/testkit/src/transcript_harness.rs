@@ -51,12 +51,22 @@ fn check_shown(shown: &str, line: usize, raw: &[u8]) {
         "the violation shows unprintable bytes: {shown:?}"
     );
     let shown_len = raw.len().min(512);
-    assert_eq!(decoded, raw[..shown_len], "the shown bytes are not the line's");
+    assert_eq!(
+        decoded,
+        raw[..shown_len],
+        "the shown bytes are not the line's"
+    );
     if raw.len() > 512 {
         let total = format!("... ({} bytes in all): ", raw.len());
-        assert!(rest.starts_with(&total), "a cut line must say its length: {rest}");
+        assert!(
+            rest.starts_with(&total),
+            "a cut line must say its length: {rest}"
+        );
     } else {
-        assert!(rest.starts_with(": "), "unexpected text after the bytes: {rest}");
+        assert!(
+            rest.starts_with(": "),
+            "unexpected text after the bytes: {rest}"
+        );
     }
 }
 
