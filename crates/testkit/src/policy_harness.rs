@@ -467,7 +467,9 @@ impl Oracle {
         let mut out = BTreeSet::new();
         for entry in entries {
             let parsed = entry.rsplit_once(':').and_then(|(h, p)| {
-                let port = p.parse::<u16>().ok().filter(|p| *p != 0)?;
+                // Digits only, as a URL writes a port.
+                let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+                let port = p.parse::<u16>().ok().filter(|p| *p != 0 && digits)?;
                 url_host(h, port)
             });
             match parsed {
@@ -563,21 +565,31 @@ impl Oracle {
 
     /// Every placeholder names a required string or integer property.
     fn placeholders(&mut self, tool: &Table) {
-        let templates: Vec<&str> = match (tool.get("http"), tool.get("ssh")) {
-            (Some(Value::Table(h)), _) => {
-                h.get("url").and_then(Value::as_str).into_iter().collect()
-            }
+        // Each template with the field a malformed one is refused under.
+        let templates: Vec<(String, &str)> = match (tool.get("http"), tool.get("ssh")) {
+            (Some(Value::Table(h)), _) => h
+                .get("url")
+                .and_then(Value::as_str)
+                .map(|url| ("tools.http.url".to_owned(), url))
+                .into_iter()
+                .collect(),
             (_, Some(Value::Table(s))) => s
                 .get("argv")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .enumerate()
+                        .map(|(i, arg)| (format!("tools.ssh.argv[{i}]"), arg))
+                        .collect()
+                })
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
         let schema = tool.get("input_schema").and_then(Value::as_table);
-        for template in templates {
+        for (field, template) in templates {
             let Some(names) = placeholders(template) else {
-                self.fault("template", "unpaired braces");
+                self.fault(field, "unpaired braces");
                 continue;
             };
             for name in names {
