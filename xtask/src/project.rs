@@ -210,7 +210,9 @@ path = "fuzz_targets/strict_json.rs"
                 "strict_json",
                 "authz_expansion",
                 "schema_nesting",
-                "wrap_session"
+                "policy_load",
+                "wrap_session",
+                "transcript_check"
             ]
         );
     }

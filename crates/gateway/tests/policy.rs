@@ -165,3 +165,16 @@ fn duplicate_tool_names_are_refused() {
     let message = error_of(&format!("{BASE}\n{one}\n{one}"));
     assert!(message.contains("duplicate tool name"), "{message}");
 }
+
+#[test]
+fn a_port_with_a_plus_sign_is_refused_in_the_url_and_the_allowlist() {
+    // `u16::from_str` reads "+8080" as 8080; no URL parser does.
+    let in_url = tool(
+        "[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:+8080/{service}\"\nallow = [\"127.0.0.1:8080\"]",
+    );
+    assert!(error_of(&in_url).contains("tools.http.url"));
+    let in_allow = tool(
+        "[tools.http]\nmethod = \"GET\"\nurl = \"http://127.0.0.1:8080/{service}\"\nallow = [\"127.0.0.1:+8080\"]",
+    );
+    assert!(error_of(&in_allow).contains("tools.http.allow"));
+}

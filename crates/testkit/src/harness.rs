@@ -34,6 +34,11 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("authz_expansion", crate::authz_harness::authz_expansion),
     ("schema_nesting", crate::schema_nesting::schema_nesting),
     ("wrap_session", crate::wrap_harness::wrap_session),
+    ("policy_load", crate::policy_harness::policy_load),
+    (
+        "transcript_check",
+        crate::transcript_harness::transcript_check,
+    ),
 ];
 
 /// Harnesses that replay `regressions/<name>/` in process but are not fuzz

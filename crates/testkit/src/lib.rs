@@ -24,12 +24,14 @@ pub mod json_arbitrary;
 pub mod mcp_schema;
 pub mod memory;
 pub mod model;
+pub mod policy_harness;
 pub mod recorder;
 pub mod reference;
 pub mod regressions;
 pub mod schema_closure;
 pub mod schema_nesting;
 pub mod session;
+pub mod transcript_harness;
 pub mod wrap_harness;
 
 pub use recorder::Recorder;

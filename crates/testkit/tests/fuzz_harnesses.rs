@@ -99,3 +99,13 @@ fn schema_nesting() {
 fn wrap_session() {
     check("wrap_session");
 }
+
+#[test]
+fn policy_load() {
+    check("policy_load");
+}
+
+#[test]
+fn transcript_check() {
+    check("transcript_check");
+}

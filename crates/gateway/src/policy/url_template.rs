@@ -21,6 +21,16 @@ pub(super) fn literal_ok(s: &str) -> bool {
         .all(|b| b.is_ascii_alphanumeric() || b"-._~!$'()*+,;:@".contains(&b))
 }
 
+/// A port written as ASCII digits only, 1..=65535. `u16::from_str` also
+/// takes a leading `+`, which no URL parser does: `http://h:+80/` would load
+/// as port 80 from a template that is not a URL.
+pub(super) fn port_number(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u16>().ok().filter(|p| *p != 0)
+}
+
 pub(super) fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
     let (scheme, rest) = text
         .split_once("://")
@@ -38,11 +48,7 @@ pub(super) fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
     }
     let (host_text, port) = match authority.rsplit_once(':') {
         Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
-            let port = p
-                .parse::<u16>()
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or("port must be a literal number 1..=65535")?;
+            let port = port_number(p).ok_or("port must be a literal number 1..=65535")?;
             (h, Some(port))
         }
         _ => (authority, None),

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::raw::{RawHttp, RawPolicy, RawServer, RawSsh, RawTool, RawWrap};
-use super::url_template::parse_url_template;
+use super::url_template::{parse_url_template, port_number};
 use super::{
     CredentialSource, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SESSION_IDS,
     DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, LiteralOrigin, Location,
@@ -261,7 +261,7 @@ impl Validator<'_> {
         let mut out = BTreeSet::new();
         for entry in raw {
             let parsed = entry.rsplit_once(':').and_then(|(host, port)| {
-                let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
+                let port = port_number(port)?;
                 let host = normalize_host(host)?;
                 Some(HostPort { host, port })
             });

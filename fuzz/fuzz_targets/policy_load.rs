@@ -1,0 +1,2 @@
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| portcullis_testkit::policy_harness::policy_load(data));
