@@ -1,2 +1,4 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| portcullis_testkit::transcript_harness::transcript_check(data));
+libfuzzer_sys::fuzz_target!(
+    |data: &[u8]| portcullis_testkit::transcript_harness::transcript_check(data)
+);
