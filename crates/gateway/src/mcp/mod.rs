@@ -215,7 +215,13 @@ fn request(
             "request id too long: {len} bytes, at most {} (server.max_id_bytes)",
             state.max_id_bytes
         );
-        return Err(Refusal::new(INVALID_REQUEST, message).with_id(id));
+        let refusal = Refusal::new(INVALID_REQUEST, message);
+        // Remembered by its digest like any id, so the same overlong id is
+        // echoed at most once: a second echo would answer one request twice.
+        return Err(match state.seen_ids.remember(&id) {
+            Remember::Fresh => refusal.with_id(id),
+            Remember::Reused | Remember::Full => refusal,
+        });
     }
     match state.seen_ids.remember(&id) {
         Remember::Fresh => {}
