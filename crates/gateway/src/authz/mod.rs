@@ -208,6 +208,13 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> 
         Some(origin) => Cow::Borrowed(&origin.host),
         None => {
             let expanded_host = expand(&spec.host, call, Component::Host)?;
+            // IDNA mapping deletes default-ignorable characters (U+2060 and
+            // the like), so a non-ASCII argument could name an allowlisted
+            // host it does not spell: hosts from arguments are ASCII (IDNs
+            // as xn-- labels).
+            if !expanded_host.is_ascii() {
+                return Err(Denial::HostNotPlain);
+            }
             Cow::Owned(normalize_host(&expanded_host).ok_or(Denial::HostNotPlain)?)
         }
     };
