@@ -279,3 +279,46 @@ mod tests {
         }
     }
 }
+
+/// CPU seconds (user + system) used so far by this process's children that
+/// have been waited for, libFuzzer's own `-jobs` workers included: a run's
+/// share of a core, where wall-clock exec/s on a shared machine is not.
+pub fn children_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    cpu_secs_of_children(&stat, rustix::param::clock_ticks_per_second())
+}
+
+/// `cutime + cstime` of a `/proc/<pid>/stat` line, in seconds (proc(5):
+/// fields 16 and 17, after the parenthesized command name).
+fn cpu_secs_of_children(stat: &str, ticks_per_sec: u64) -> Option<f64> {
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_comm.split_whitespace().skip(13);
+    let cutime: u64 = fields.next()?.parse().ok()?;
+    let cstime: u64 = fields.next()?.parse().ok()?;
+    (ticks_per_sec > 0).then(|| (cutime + cstime) as f64 / ticks_per_sec as f64)
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::*;
+
+    #[test]
+    fn children_cpu_time_is_fields_sixteen_and_seventeen() {
+        // A command name with spaces and parentheses, as proc(5) warns.
+        let stat = "4242 (fuzz (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 \
+                    7 3 250 50 20 0 1 0 12345 0 0";
+        assert_eq!(cpu_secs_of_children(stat, 100), Some(3.0));
+    }
+
+    #[test]
+    fn a_child_that_burns_cpu_is_counted() {
+        let before = children_cpu_secs().expect("readable on Linux");
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("sh runs");
+        assert!(status.success());
+        let after = children_cpu_secs().expect("readable on Linux");
+        assert!(after > before, "{before} -> {after}");
+    }
+}

@@ -43,6 +43,9 @@ pub struct TargetReport {
     pub execs: u64,
     /// Over all of this target's runs: their executions over their wall time.
     pub execs_per_sec: u64,
+    /// Over all of this target's runs: their executions over the CPU time
+    /// they used (per core, whatever else the machine was running).
+    pub execs_per_cpu_sec: Option<u64>,
     /// This target's figure in the previous nightly that fuzzed it.
     pub previous: Option<PreviousFigure>,
     /// One libFuzzer run per sanitizer, in the order they ran.
@@ -72,8 +75,11 @@ pub struct RunReport {
     /// This run's part of the target's share, in seconds.
     pub budget_secs: u64,
     pub duration_secs: f64,
+    /// User + system CPU time of the libFuzzer process and its workers.
+    pub cpu_secs: Option<f64>,
     pub execs: u64,
     pub execs_per_sec: u64,
+    pub execs_per_cpu_sec: Option<u64>,
     pub log: String,
 }
 
@@ -149,17 +155,18 @@ pub fn render_markdown(report: &Report) -> String {
         report.toolchain,
         report.cargo_fuzz,
     ));
-    md.push_str("| target | status | time | execs | exec/s | previous exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
-    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| target | status | time | execs | exec/s | exec/CPU-s | previous exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for t in &report.targets {
         md.push_str(&format!(
-            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
+            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
             t.target,
             t.status,
             t.duration_secs,
             format_secs(t.budget_secs),
             t.execs,
             t.execs_per_sec,
+            opt(t.execs_per_cpu_sec),
             previous(t.previous.as_ref()),
             opt(t.coverage),
             opt(t.features),
@@ -173,17 +180,20 @@ pub fn render_markdown(report: &Report) -> String {
 
     if report.targets.iter().any(|t| t.runs.len() > 1) {
         md.push_str("\n## Throughput by sanitizer\n\n");
-        md.push_str("| target | sanitizer | time | execs | exec/s |\n|---|---|---:|---:|---:|\n");
+        md.push_str(
+            "| target | sanitizer | time | execs | exec/s | exec/CPU-s |\n|---|---|---:|---:|---:|---:|\n",
+        );
         for t in &report.targets {
             for r in &t.runs {
                 md.push_str(&format!(
-                    "| `{}` | {} | {:.0}s / {} | {} | {} |\n",
+                    "| `{}` | {} | {:.0}s / {} | {} | {} | {} |\n",
                     t.target,
                     r.sanitizer,
                     r.duration_secs,
                     format_secs(r.budget_secs),
                     r.execs,
                     r.execs_per_sec,
+                    opt(r.execs_per_cpu_sec),
                 ));
             }
         }
@@ -263,13 +273,16 @@ mod tests {
             duration_secs: 60.4,
             execs: 1000,
             execs_per_sec: 16,
+            execs_per_cpu_sec: None,
             previous: None,
             runs: vec![RunReport {
                 sanitizer: "address".to_owned(),
                 budget_secs: 60,
                 duration_secs: 60.4,
+                cpu_secs: None,
                 execs: 1000,
                 execs_per_sec: 16,
+                execs_per_cpu_sec: None,
                 log: format!("target/nightly/logs/{name}/fuzz.log"),
             }],
             coverage: Some(71),
@@ -316,7 +329,7 @@ mod tests {
         assert!(md.contains("❌ 1 crash(es)"), "{md}");
         assert!(
             md.contains(
-                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | – | 71 | 272 | 3 → 9 | 0 | 28 MB |"
+                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | – | – | 71 | 272 | 3 → 9 | 0 | 28 MB |"
             ),
             "{md}"
         );
@@ -339,6 +352,7 @@ mod tests {
         let mut t = target("stdin_bytes");
         t.execs = 492_000;
         t.execs_per_sec = 8200;
+        t.execs_per_cpu_sec = Some(9_840);
         t.previous = Some(PreviousFigure {
             execs_per_sec: 1203,
             started: "2026-11-30T00:00:00Z".to_owned(),
@@ -350,16 +364,20 @@ mod tests {
                 sanitizer: "none".to_owned(),
                 budget_secs: 48,
                 duration_secs: 48.0,
+                cpu_secs: Some(40.0),
                 execs: 480_000,
                 execs_per_sec: 10_000,
+                execs_per_cpu_sec: Some(12_000),
                 log: "target/nightly/logs/stdin_bytes/none/fuzz.log".to_owned(),
             },
             RunReport {
                 sanitizer: "address".to_owned(),
                 budget_secs: 12,
                 duration_secs: 12.0,
+                cpu_secs: Some(10.0),
                 execs: 12_000,
                 execs_per_sec: 1000,
+                execs_per_cpu_sec: Some(1200),
                 log: "target/nightly/logs/stdin_bytes/address/fuzz.log".to_owned(),
             },
         ];
@@ -379,16 +397,18 @@ mod tests {
         let md = render_markdown(&report);
         assert!(md.contains("sanitizer none 80% + address 20%"), "{md}");
         assert!(
-            md.contains("| `stdin_bytes` | ok | 60s / 1m | 492000 | 8200 | 1203 (address, 1m) |"),
+            md.contains(
+                "| `stdin_bytes` | ok | 60s / 1m | 492000 | 8200 | 9840 | 1203 (address, 1m) |"
+            ),
             "{md}"
         );
         assert!(md.contains("## Throughput by sanitizer"), "{md}");
         assert!(
-            md.contains("| `stdin_bytes` | none | 48s / 48s | 480000 | 10000 |"),
+            md.contains("| `stdin_bytes` | none | 48s / 48s | 480000 | 10000 | 12000 |"),
             "{md}"
         );
         assert!(
-            md.contains("| `stdin_bytes` | address | 12s / 12s | 12000 | 1000 |"),
+            md.contains("| `stdin_bytes` | address | 12s / 12s | 12000 | 1000 | 1200 |"),
             "{md}"
         );
         assert!(
@@ -405,5 +425,7 @@ mod tests {
         assert_eq!(t["previous"]["sanitizer"], "address");
         assert_eq!(t["runs"][0]["sanitizer"], "none");
         assert_eq!(t["runs"][1]["execs_per_sec"], 1000);
+        assert_eq!(t["execs_per_cpu_sec"], 9840);
+        assert_eq!(t["runs"][0]["cpu_secs"], 40.0);
     }
 }

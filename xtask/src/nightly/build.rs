@@ -1,5 +1,6 @@
-//! Building: the toolchain and cargo-fuzz the nightly needs, and one
-//! `cargo fuzz build` of the targets with the flags minimization reuses.
+//! Building: the toolchain and cargo-fuzz the nightly needs, one `cargo fuzz
+//! build` of the targets with AddressSanitizer, and the fast `none` build
+//! that instruments only the boundary crates.
 
 use std::ffi::OsString;
 use std::process::Command;
@@ -9,8 +10,7 @@ use anyhow::{Context, Result, bail};
 use crate::process::{self, capture, cargo, describe, run_visible};
 use crate::project::{Project, Sanitizer};
 
-/// Build flags shared by `cargo fuzz build` and `cargo fuzz tmin`, so that
-/// minimization reuses the binary instead of rebuilding. `-O --debug-assertions`
+/// `cargo fuzz build` flags of the AddressSanitizer build. `-O --debug-assertions`
 /// is what plain `cargo fuzz build` does: optimized, with overflow checks.
 pub fn build_flags(project: &Project, sanitizer: Sanitizer, host: &str) -> Vec<OsString> {
     vec![
@@ -78,6 +78,89 @@ fn find_cxx() -> Option<String> {
         })
 }
 
+/// The crates whose code is the boundary: the only ones the fast build
+/// instruments for coverage. Profiles of `stdin_bytes` showed a third of its
+/// time in compare tracing and feature collection over dependencies
+/// (jsonschema, regex, url, serde) and the oracles in the testkit, which
+/// steer the fuzzer little: their branches follow the boundary's.
+pub const INSTRUMENTED_CRATES: [&str; 3] =
+    ["portcullis-wire", "portcullis-gateway", "portcullis-wrap"];
+
+/// Our own crates that are not instrumented but keep debug assertions and
+/// overflow checks, as every cargo-fuzz build has them.
+const CHECKED_CRATES: [&str; 2] = ["portcullis-testkit", "portcullis-fuzz"];
+
+/// Coverage flags of the fast build: cargo-fuzz's edge counters, PC table
+/// and stack depth, without compare tracing (`-sanitizer-coverage-trace-
+/// compares`, a call per comparison: the other third of the time). The
+/// AddressSanitizer share keeps cargo-fuzz's full instrumentation over the
+/// same working corpus, so compare-guided mutation still feeds it.
+const COVERAGE_FLAGS: [&str; 6] = [
+    "-Cpasses=sancov-module",
+    "-Cllvm-args=-sanitizer-coverage-level=4",
+    "-Cllvm-args=-sanitizer-coverage-inline-8bit-counters",
+    "-Cllvm-args=-sanitizer-coverage-pc-table",
+    "-Cllvm-args=-sanitizer-coverage-stack-depth",
+    "-Cllvm-args=-simplifycfg-branch-fold-threshold=0",
+];
+
+/// `--config` values giving each crate of ours its flags, through cargo's
+/// unstable per-package `rustflags` (`-Zprofile-rustflags`): `RUSTFLAGS`
+/// reach every crate alike.
+pub fn lean_package_configs() -> Vec<String> {
+    let list = |flags: &[&str]| {
+        flags
+            .iter()
+            .map(|f| format!("{f:?}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let instrumented = list(
+        &COVERAGE_FLAGS
+            .iter()
+            .copied()
+            .chain(["-Cdebug-assertions"])
+            .collect::<Vec<_>>(),
+    );
+    let checked = list(&["-Cdebug-assertions"]);
+    INSTRUMENTED_CRATES
+        .iter()
+        .map(|krate| format!("profile.release.package.{krate}.rustflags=[{instrumented}]"))
+        .chain(
+            CHECKED_CRATES
+                .iter()
+                .map(|krate| format!("profile.release.package.{krate}.rustflags=[{checked}]")),
+        )
+        .collect()
+}
+
+/// The fast (`none`) build: no sanitizer, coverage on the boundary crates
+/// only. Same binary paths as `cargo fuzz build --sanitizer none`.
+fn lean_build_command(
+    project: &Project,
+    toolchain: &str,
+    host: &str,
+    target: Option<&String>,
+) -> Command {
+    let mut cmd = cargo(Some(toolchain));
+    cmd.current_dir(project.fuzz_dir())
+        .args(["build", "-Zprofile-rustflags", "--release"])
+        .args(["--config", "profile.release.debug=\"line-tables-only\""])
+        .args(["--target", host])
+        .arg("--target-dir")
+        .arg(project.fuzz_target_dir(Sanitizer::None));
+    for config in lean_package_configs() {
+        cmd.arg("--config").arg(config);
+    }
+    if let Some(target) = target {
+        cmd.args(["--bin", target]);
+    }
+    // What cargo-fuzz sets for every crate: the `fuzzing` cfg, and one
+    // codegen unit so that ThinLTO can still inline across instrumented code.
+    cmd.env("RUSTFLAGS", "--cfg fuzzing -Ccodegen-units=1");
+    cmd
+}
+
 pub(crate) fn build(
     project: &Project,
     toolchain: &str,
@@ -93,11 +176,17 @@ pub(crate) fn build(
         targets.iter().map(Some).collect()
     };
     for target in runs {
-        let mut cmd = cargo(Some(toolchain));
-        cmd.current_dir(&project.root)
-            .args(["fuzz", "build"])
-            .args(build_flags(project, sanitizer, host));
-        cmd.args(target);
+        let mut cmd = match sanitizer {
+            Sanitizer::None => lean_build_command(project, toolchain, host, target),
+            Sanitizer::Address => {
+                let mut cmd = cargo(Some(toolchain));
+                cmd.current_dir(&project.root)
+                    .args(["fuzz", "build"])
+                    .args(build_flags(project, sanitizer, host));
+                cmd.args(target);
+                cmd
+            }
+        };
         println!("==> {}", describe(&cmd));
         if let Err(e) = run_visible(&mut cmd) {
             if find_cxx().is_none() {
@@ -122,6 +211,48 @@ pub(crate) fn build(
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    /// The fast build must instrument crates that exist, under the names
+    /// cargo knows them by: a renamed crate would silently lose coverage.
+    #[test]
+    fn the_instrumented_crates_are_the_workspace_boundary_crates() {
+        let root = Project::locate().root;
+        for krate in INSTRUMENTED_CRATES.iter().chain(&CHECKED_CRATES) {
+            let found = [
+                "crates/wire",
+                "crates/gateway",
+                "crates/wrap",
+                "crates/testkit",
+                "fuzz",
+            ]
+            .iter()
+            .any(|dir| {
+                std::fs::read_to_string(root.join(dir).join("Cargo.toml"))
+                    .is_ok_and(|toml| toml.contains(&format!("name = \"{krate}\"")))
+            });
+            assert!(found, "{krate} is not the name of a crate of ours");
+        }
+    }
+
+    #[test]
+    fn lean_configs_give_coverage_to_the_boundary_and_checks_to_all_ours() {
+        let configs = lean_package_configs();
+        let wire = configs
+            .iter()
+            .find(|c| c.starts_with("profile.release.package.portcullis-wire.rustflags="))
+            .expect("wire is configured");
+        assert!(wire.contains("\"-Cpasses=sancov-module\""), "{wire}");
+        assert!(wire.contains("\"-Cdebug-assertions\""), "{wire}");
+        assert!(!wire.contains("trace-compares"), "{wire}");
+        let testkit = configs
+            .iter()
+            .find(|c| c.starts_with("profile.release.package.portcullis-testkit.rustflags="))
+            .expect("testkit is configured");
+        assert_eq!(
+            testkit,
+            "profile.release.package.portcullis-testkit.rustflags=[\"-Cdebug-assertions\"]"
+        );
+    }
 
     #[test]
     fn build_flags_pin_profile_triple_and_target_dir() {

@@ -15,7 +15,7 @@ use super::Options;
 use super::triage::make_candidate;
 use crate::budget::format_secs;
 use crate::libfuzzer::{self, Limits, LogStats, Totals, artifact_kind, asan_options};
-use crate::process::{Kill, run_streaming};
+use crate::process::{Kill, children_cpu_secs, run_streaming};
 use crate::project::{Project, Sanitizer, copy_missing, files_in};
 use crate::report::{RunReport, TargetReport};
 
@@ -73,6 +73,7 @@ struct Run<'a> {
 struct RunOutcome {
     totals: Totals,
     duration_secs: f64,
+    cpu_secs: Option<f64>,
     timed_out: bool,
     status: std::process::ExitStatus,
     log: PathBuf,
@@ -119,6 +120,7 @@ fn run_libfuzzer(
     let mut last_print = Instant::now();
     let mut panic_message_next = false;
     let started = Instant::now();
+    let cpu_before = children_cpu_secs();
     let label = run.sanitizer.as_str();
     let streamed = run_streaming(
         &mut cmd,
@@ -155,6 +157,9 @@ fn run_libfuzzer(
         },
     )?;
     let duration_secs = started.elapsed().as_secs_f64();
+    let cpu_secs = children_cpu_secs()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     let totals = if opts.jobs > 1 {
         libfuzzer::combine(&job_logs(log_dir)?)
     } else {
@@ -163,6 +168,7 @@ fn run_libfuzzer(
     Ok(RunOutcome {
         totals,
         duration_secs,
+        cpu_secs,
         timed_out: streamed.timed_out,
         status: streamed.status,
         log,
@@ -184,6 +190,13 @@ fn overall_execs_per_sec(runs: &[RunReport]) -> u64 {
             }
         }
     }
+}
+
+/// Executions per CPU-second, when the CPU time is known and not zero.
+fn per_cpu_sec(execs: u64, cpu_secs: Option<f64>) -> Option<u64> {
+    cpu_secs
+        .filter(|&secs| secs > 0.0)
+        .map(|secs| (execs as f64 / secs).round() as u64)
 }
 
 /// Fuzz `target` for `share` seconds: one libFuzzer run per sanitizer of
@@ -293,19 +306,23 @@ pub(crate) fn fuzz_target(
                 outcome.status
             ));
         }
+        let execs_per_cpu_sec = per_cpu_sec(outcome.totals.execs, outcome.cpu_secs);
         println!(
-            "  {position} {target} ({}): {:.0}s, {} execs ({} exec/s)",
+            "  {position} {target} ({}): {:.0}s, {} execs ({} exec/s, {} per CPU-second)",
             sanitizer.as_str(),
             outcome.duration_secs,
             outcome.totals.execs,
             outcome.totals.execs_per_sec,
+            execs_per_cpu_sec.map_or_else(|| "-".to_owned(), |e| e.to_string()),
         );
         runs.push(RunReport {
             sanitizer: sanitizer.as_str().to_owned(),
             budget_secs: secs,
             duration_secs: outcome.duration_secs,
+            cpu_secs: outcome.cpu_secs,
             execs: outcome.totals.execs,
             execs_per_sec: outcome.totals.execs_per_sec,
+            execs_per_cpu_sec,
             log: project.display(&outcome.log),
         });
         peak_rss_mb = peak_rss_mb.max(outcome.totals.peak_rss_mb);
@@ -323,6 +340,8 @@ pub(crate) fn fuzz_target(
     let execs: u64 = runs.iter().map(|r| r.execs).sum();
     let duration_secs: f64 = runs.iter().map(|r| r.duration_secs).sum();
     let execs_per_sec = overall_execs_per_sec(&runs);
+    let cpu_secs: Option<f64> = runs.iter().map(|r| r.cpu_secs).sum();
+    let execs_per_cpu_sec = per_cpu_sec(execs, cpu_secs);
 
     // Findings: artifacts that these runs wrote.
     let mut candidates = Vec::new();
@@ -400,6 +419,7 @@ pub(crate) fn fuzz_target(
         duration_secs,
         execs,
         execs_per_sec,
+        execs_per_cpu_sec,
         previous: None,
         log: runs.first().map(|r| r.log.clone()).unwrap_or_default(),
         runs,
@@ -431,6 +451,7 @@ pub(super) fn error_report(
         duration_secs: 0.0,
         execs: 0,
         execs_per_sec: 0,
+        execs_per_cpu_sec: None,
         previous: None,
         runs: Vec::new(),
         coverage: None,
@@ -508,8 +529,10 @@ mod tests {
             sanitizer: sanitizer.to_owned(),
             budget_secs: duration_secs as u64,
             duration_secs,
+            cpu_secs: None,
             execs,
             execs_per_sec,
+            execs_per_cpu_sec: None,
             log: String::new(),
         }
     }

@@ -108,6 +108,7 @@ mod tests {
             duration_secs: 60.0,
             execs: execs_per_sec * 60,
             execs_per_sec,
+            execs_per_cpu_sec: None,
             previous: None,
             runs: Vec::new(),
             coverage: None,

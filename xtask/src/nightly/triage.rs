@@ -1,4 +1,5 @@
-//! Triage: minimize a crash with `cargo fuzz tmin`, re-run it alone for a
+//! Triage: minimize a crash with libFuzzer's `-minimize_crash` (what
+//! `cargo fuzz tmin` runs), re-run it alone for a
 //! one-line summary, and write it as a regression candidate with a sidecar.
 
 use std::cell::RefCell;
@@ -11,9 +12,8 @@ use anyhow::{Context, Result};
 use portcullis_testkit::regressions::Sidecar;
 
 use super::Options;
-use super::build::build_flags;
 use crate::libfuzzer::{Limits, artifact_kind, asan_options, crash_summary};
-use crate::process::{Kill, cargo, run_streaming};
+use crate::process::{Kill, run_streaming};
 use crate::project::{Project, Sanitizer};
 use crate::report::Candidate;
 use crate::sidecar;
@@ -76,21 +76,20 @@ pub(super) fn make_candidate(
     let _ = fs::remove_file(&input);
 
     println!(
-        "      {target}: minimizing {kind} {name} ({} bytes) with cargo fuzz tmin (at most {}s)",
+        "      {target}: minimizing {kind} {name} ({} bytes) with libFuzzer -minimize_crash (at most {}s)",
         fs::metadata(artifact)?.len(),
         opts.tmin_secs
     );
-    let mut cmd = cargo(Some(&opts.toolchain));
+    // What `cargo fuzz tmin` runs, on the binary that found it: `cargo fuzz`
+    // would rebuild the fast build with its own flags.
+    let mut cmd = Command::new(bin);
     cmd.current_dir(&project.root)
-        .args(["fuzz", "tmin"])
-        .args(build_flags(project, sanitizer, host))
-        .arg("--runs")
-        .arg(opts.tmin_runs.to_string())
-        .arg(target)
-        .arg(artifact)
-        .arg("--")
+        .env("ASAN_OPTIONS", asan_options())
+        .arg("-minimize_crash=1")
+        .arg(format!("-runs={}", opts.tmin_runs))
         .arg(format!("-exact_artifact_path={}", input.display()))
-        .args(opts.limits.flags());
+        .args(opts.limits.flags())
+        .arg(artifact);
     let tmin = run_streaming(
         &mut cmd,
         &dir.join(format!("{name}.tmin.log")),
