@@ -15,14 +15,12 @@
 use portcullis_gateway::mcp::{self, McpRequest, Revision};
 use portcullis_gateway::{OnInvalid, reply};
 use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
-use portcullis_wire::{
-    ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage, parse_message_borrowed, utf8,
-};
+use portcullis_wire::{ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage};
 use serde_json::{Map, Value, json};
 
 use crate::effect::{AuditRecord, Effect, End};
 use crate::encode::Message;
-use crate::session::{Asked, Pending, UPSTREAM_ERROR, Wrap};
+use crate::session::{Asked, Pending, UPSTREAM_ERROR, Wrap, read_frame};
 
 /// Client requests forwarded whatever the policy says.
 pub const FORWARDED_REQUESTS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
@@ -46,15 +44,9 @@ impl Wrap {
             return;
         }
         self.counters.client_frames += 1;
-        let frame = match event {
-            FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, effects),
-            FrameEvent::Frame(bytes) => bytes,
-        };
-        let message =
-            utf8::decode(frame).and_then(|text| parse_message_borrowed(text, &self.config.limits));
-        let message = match message {
-            Ok(message) => message,
-            Err(rejection) => return self.refuse(line, rejection, effects),
+        let (frame, message) = match read_frame(event, &self.config.limits) {
+            Ok(read) => read,
+            Err((_, rejection)) => return self.refuse(line, rejection, effects),
         };
         match message {
             RpcMessage::Response { id, result } => {

@@ -8,12 +8,12 @@
 //! client receives is the canonical encoding of the parsed message, with
 //! the tools a `tools/list` answer may show (see [`crate::tools`]).
 
-use portcullis_wire::{ErrorObject, FrameEvent, Id, RpcMessage, Stage, parse_message, utf8};
+use portcullis_wire::{ErrorObject, FrameEvent, Id, Object, RpcMessage, Stage};
 use serde_json::{Map, Value};
 
 use crate::effect::{AuditRecord, Dropped, Effect, Quarantined};
 use crate::encode::Message;
-use crate::session::{Asked, UPSTREAM_ERROR, Wrap};
+use crate::session::{Asked, UPSTREAM_ERROR, Wrap, read_frame};
 
 /// Requests the upstream may send the client.
 pub const UPSTREAM_REQUESTS: [&str; 4] = [
@@ -47,23 +47,14 @@ impl Wrap {
             return;
         }
         self.counters.upstream_lines += 1;
-        let frame = match event {
-            FrameEvent::Rejected(rejection) => {
-                return self.quarantine(
-                    line,
-                    rejection.stage,
-                    rejection.reason,
-                    &[],
-                    rejection.fingerprint,
-                    effects,
-                );
+        match read_frame(event, &self.config.limits) {
+            Ok((frame, message)) => {
+                let message = message.map_params(Object::into_map);
+                self.upstream_message(line, frame, message, effects);
             }
-            FrameEvent::Frame(bytes) => bytes,
-        };
-        let message = utf8::decode(frame).and_then(|text| parse_message(text, &self.config.limits));
-        match message {
-            Ok(message) => self.upstream_message(line, frame, message, effects),
-            Err(r) => self.quarantine(line, r.stage, r.reason, frame, r.fingerprint, effects),
+            Err((frame, r)) => {
+                self.quarantine(line, r.stage, r.reason, frame, r.fingerprint, effects);
+            }
         }
     }
 
