@@ -6,17 +6,19 @@
 //! it answers an upstream request in flight. What is forwarded is the
 //! canonical encoding of the parsed message under an upstream id of ours.
 //!
-//! Refusals follow the gateway's error-reply rules: echo the id when it
+//! Refusals follow the gateway's error-reply rules
+//! ([`portcullis_gateway::session::error_reply`]): echo the id when it
 //! could be read and was never used; otherwise never `"id": null` (omit
 //! the id where the revision permits and only under `close`, else write
 //! nothing); never answer a notification or a response; under `close`,
 //! the first invalid frame ends the session.
 
-use portcullis_gateway::mcp::{self, McpRequest, Revision};
+use portcullis_gateway::mcp::{self, McpRequest};
+use portcullis_gateway::session::error_reply;
 use portcullis_gateway::{OnInvalid, reply};
 use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
 use portcullis_wire::{ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::effect::{AuditRecord, Effect, End};
 use crate::encode::Message;
@@ -307,34 +309,12 @@ impl Wrap {
             code: rejection.code,
             fingerprint: rejection.fingerprint,
         }));
-        let close = self.config.on_invalid == OnInvalid::Close;
-        let may_omit_id = close
-            && self
-                .mcp
-                .revision()
-                .is_some_and(Revision::allows_error_without_id);
-        let echoed = rejection
-            .id
-            .clone()
-            .filter(|id| rejection.stage == Stage::Mcp || self.mcp.claim_id_for_error(id));
-        if echoed.is_some() || may_omit_id {
-            let error = ErrorObject {
-                code: rejection.code,
-                message: rejection.reason.clone(),
-                data: Some(json!({
-                    "stage": rejection.stage.as_str(),
-                    "fingerprint": rejection.fingerprint.to_hex(),
-                })),
-            };
-            self.send_client(
-                Message::Error {
-                    id: echoed.as_ref(),
-                    error: &error,
-                },
-                effects,
-            );
+        let on_invalid = self.config.on_invalid;
+        if let Some((id, error)) = error_reply(&mut self.mcp, on_invalid, &rejection, None) {
+            let id = id.as_ref();
+            self.send_client(Message::Error { id, error: &error }, effects);
         }
-        if close {
+        if on_invalid == OnInvalid::Close {
             let end = End::ClientInvalid {
                 line,
                 stage: rejection.stage,
