@@ -8,3 +8,4 @@
 )]
 
 pub mod authz;
+pub mod schema;
