@@ -1,6 +1,6 @@
 //! Helpers shared by the gateway's test binaries: [`authz`] runs calls
-//! through schema and authorization, [`schema`] reads a schema refusal's
-//! lines.
+//! through schema and authorization, [`params`] reads params as the MCP
+//! stage gets them, [`schema`] reads a schema refusal's lines.
 
 #![expect(
     dead_code,
@@ -8,4 +8,5 @@
 )]
 
 pub mod authz;
+pub mod params;
 pub mod schema;
