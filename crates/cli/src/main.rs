@@ -11,9 +11,12 @@
 //!
 //! Modules: [`mcp`] serves a session (startup; [`mcp`]'s `threads` and
 //! `driver` carry out the gateway's effects), with [`stdio`] owning stdout
-//! and [`shutdown`] cleaning up on every way out; [`replay`] runs a
-//! captured stream through `portcullis_gateway::replay` with the Recorder;
-//! [`inspect`], [`policy_cmd`] and [`audit`] are the report subcommands.
+//! and [`shutdown`] cleaning up on every way out; [`wrap`] puts the same
+//! boundary in front of another server, and [`serve`] holds the startup
+//! both share (logging, exit statuses, the journal, threads); [`replay`]
+//! runs a captured stream through `portcullis_gateway::replay` with the
+//! Recorder; [`inspect`], [`policy_cmd`] and [`audit`] are the report
+//! subcommands.
 //!
 //! stdout ownership: the very first thing `main` does, for every
 //! subcommand, is move stdout to a private descriptor and point fd 1 at
@@ -32,6 +35,7 @@ mod inspect;
 mod mcp;
 mod policy_cmd;
 mod replay;
+mod serve;
 mod shutdown;
 mod stdio;
 mod wrap;
@@ -96,7 +100,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             let _ = writeln!(std::io::stderr(), "portcullis: error: {err:#}");
-            ExitCode::from(mcp::EXIT_STARTUP)
+            ExitCode::from(serve::EXIT_STARTUP)
         }
     }
 }
@@ -111,5 +115,5 @@ fn clap_exit(err: &clap::Error, stdout: stdio::PrivateStdout) -> ExitCode {
         let _ = write!(out, "{}", err.render());
         let _ = out.flush();
     }
-    ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(mcp::EXIT_STARTUP))
+    ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(serve::EXIT_STARTUP))
 }

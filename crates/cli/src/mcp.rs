@@ -46,20 +46,18 @@ mod driver;
 mod threads;
 
 use std::collections::HashMap;
-use std::io::{self, IsTerminal as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
 use clap::Args;
 use portcullis_exec::RealExecutor;
 use portcullis_gateway::{Config, Executor, Gateway, Policy, SecretStore};
 
 use crate::audit::Journal;
+use crate::serve::{self, LogArgs};
 use crate::stdio::PrivateStdout;
 use driver::{Driver, State};
 use threads::{Event, Job, StrayPrintTest, read_stdin, stray_print, worker};
@@ -67,12 +65,7 @@ use threads::{Event, Job, StrayPrintTest, read_stdin, stray_print, worker};
 /// stdin reached end of file and every action was answered (or the grace
 /// period ran out).
 pub const EXIT_EOF: u8 = 0;
-/// Usage, policy or I/O error at startup (also clap's usage errors).
-pub const EXIT_STARTUP: u8 = 2;
-/// The session was closed because of an invalid inbound frame.
-pub const EXIT_CLOSED: u8 = 3;
-/// Writing to stdout failed (the client went away).
-pub const EXIT_STDOUT: u8 = 4;
+pub use crate::serve::{EXIT_CLOSED, EXIT_STDOUT};
 
 /// How long after an action's timeout the driver stops waiting for it.
 pub const TIMEOUT_MARGIN: Duration = Duration::from_secs(1);
@@ -101,10 +94,8 @@ pub struct McpArgs {
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
 
-    /// Log filter for stderr (e.g. `info`, `debug`, `portcullis=trace`);
-    /// default: `RUST_LOG`, else `info`.
-    #[arg(long, value_name = "LEVEL")]
-    log_level: Option<String>,
+    #[command(flatten)]
+    log: LogArgs,
 
     /// Actions run at the same time.
     #[arg(
@@ -121,7 +112,7 @@ pub struct McpArgs {
         long,
         value_name = "MS",
         default_value_t = 10_000,
-        value_parser = clap::value_parser!(u64).range(0..=3_600_000),
+        value_parser = serve::grace_ms(),
     )]
     grace_ms: u64,
 
@@ -136,12 +127,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
     if args.stray_print_test {
         stray_print("startup");
     }
-    init_logging(args.log_level.as_deref())?;
-    if !stdout.redirected() {
-        bail!(
-            "cannot point fd 1 away from stdout; refusing to serve (stray output could corrupt the protocol stream)"
-        );
-    }
+    serve::start(&args.log, &stdout)?;
     let policy = Policy::load(&args.policy)?;
     let secrets = SecretStore::from_environment(&policy);
     for (name, problem) in secrets.problems() {
@@ -152,13 +138,7 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         );
     }
     let policy = Arc::new(policy);
-    let journal = match &args.audit {
-        Some(path) => Some(
-            Journal::open(path)
-                .with_context(|| format!("cannot open the audit journal {}", path.display()))?,
-        ),
-        None => None,
-    };
+    let journal = serve::open_journal(args.audit.as_deref(), Journal::open)?;
     let real = RealExecutor::new();
     let lifetime = crate::shutdown::Lifetime::start(real.ssh().clone());
     let _cleanup = lifetime.exit_guard();
@@ -180,20 +160,15 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         let jobs = Arc::clone(&jobs_rx);
         let done = events_tx.clone();
         let executor = Arc::clone(&executor);
-        thread::Builder::new()
-            .name(format!("worker-{n}"))
-            .spawn(move || worker(&jobs, &done, executor.as_ref()))
-            .context("cannot start a worker thread")?;
+        serve::spawn(format!("worker-{n}"), "a worker thread", move || {
+            worker(&jobs, &done, executor.as_ref());
+        })?;
     }
-    let (credits_tx, credits_rx) = mpsc::sync_channel::<()>(INPUT_CREDITS);
-    for _ in 0..INPUT_CREDITS {
-        let _ = credits_tx.try_send(());
-    }
+    let (credits_tx, credits_rx) = serve::credits(INPUT_CREDITS);
     let input = events_tx.clone();
-    thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || read_stdin(&input, &credits_rx))
-        .context("cannot start the stdin reader")?;
+    serve::spawn("stdin".into(), "the stdin reader", move || {
+        read_stdin(&input, &credits_rx);
+    })?;
 
     tracing::info!(
         policy = %args.policy.display(),
@@ -219,38 +194,4 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         grace: Duration::from_millis(args.grace_ms),
     };
     Ok(ExitCode::from(driver.serve(&events)))
-}
-
-pub fn init_logging(level: Option<&str>) -> anyhow::Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let mut bad_env = None;
-    let filter = match level {
-        Some(level) => {
-            EnvFilter::try_new(level).with_context(|| format!("invalid --log-level {level:?}"))?
-        }
-        None => match std::env::var("RUST_LOG") {
-            Ok(value) if !value.trim().is_empty() => {
-                EnvFilter::try_new(&value).unwrap_or_else(|err| {
-                    bad_env = Some(err.to_string());
-                    EnvFilter::new("info")
-                })
-            }
-            _ => EnvFilter::new("info"),
-        },
-    };
-    // `log` records (ureq, rustls) are deliberately not bridged: at trace
-    // level they can include request details. Only this workspace's
-    // `tracing` events are shown, and those never carry URLs, argv or
-    // credential values.
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(io::stderr)
-        .with_ansi(io::stderr().is_terminal())
-        .finish();
-    tracing::subscriber::set_global_default(subscriber)
-        .context("cannot install the log subscriber")?;
-    if let Some(err) = bad_env {
-        tracing::warn!(error = %err, "ignoring invalid RUST_LOG; logging at info");
-    }
-    Ok(())
 }

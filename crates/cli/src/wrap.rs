@@ -32,16 +32,16 @@ mod upstream;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
 use portcullis_gateway::Policy;
 use portcullis_wrap::{Config, Wrap};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use crate::serve::{self, LogArgs};
 use crate::stdio::PrivateStdout;
 use driver::Driver;
 use journal::WrapJournal;
@@ -50,10 +50,7 @@ use upstream::Upstream;
 
 /// The client ended its input and the upstream answered everything.
 pub const EXIT_FINISHED: u8 = 0;
-/// The session was closed because of an invalid client frame.
-pub const EXIT_CLOSED: u8 = 3;
-/// Writing to stdout failed (the client went away).
-pub const EXIT_STDOUT: u8 = 4;
+pub use crate::serve::{EXIT_CLOSED, EXIT_STDOUT};
 /// The upstream ended its output while the session was open or with
 /// requests unanswered (each was answered with an error).
 pub const EXIT_UPSTREAM: u8 = 5;
@@ -87,9 +84,8 @@ pub struct WrapArgs {
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
 
-    /// Log filter for stderr; default: `RUST_LOG`, else `info`.
-    #[arg(long, value_name = "LEVEL")]
-    log_level: Option<String>,
+    #[command(flatten)]
+    log: LogArgs,
 
     /// After stdin ends, how long the upstream has to end its output
     /// before SIGTERM (at most one hour).
@@ -97,7 +93,7 @@ pub struct WrapArgs {
         long,
         value_name = "MS",
         default_value_t = 5_000,
-        value_parser = clap::value_parser!(u64).range(0..=3_600_000),
+        value_parser = serve::grace_ms(),
     )]
     grace_ms: u64,
 
@@ -108,24 +104,13 @@ pub struct WrapArgs {
 
 /// Run `portcullis wrap`. Startup failures are returned (exit 2).
 pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
-    crate::mcp::init_logging(args.log_level.as_deref())?;
-    if !stdout.redirected() {
-        bail!(
-            "cannot point fd 1 away from stdout; refusing to serve (stray output could corrupt the protocol stream)"
-        );
-    }
+    serve::start(&args.log, &stdout)?;
     let pins = args.pins.as_deref().map(pins_file::read).transpose()?;
     let config = match &args.policy {
         Some(path) => Config::from_policy(&Policy::load(path)?, pins),
         None => Config::with_pins(pins),
     };
-    let journal = match &args.audit {
-        Some(path) => Some(
-            WrapJournal::open(path)
-                .with_context(|| format!("cannot open the audit journal {}", path.display()))?,
-        ),
-        None => None,
-    };
+    let journal = serve::open_journal(args.audit.as_deref(), WrapJournal::open)?;
     let mut upstream = Upstream::spawn(&args.command)?;
     let child_stdin = upstream.child.stdin.take().context("upstream stdin")?;
     let child_stdout = upstream.child.stdout.take().context("upstream stdout")?;
@@ -133,32 +118,26 @@ pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
 
     let (events_tx, events) = mpsc::channel::<Event>();
     watch_signals(events_tx.clone())?;
-    let (client_credits, client_credits_rx) = mpsc::sync_channel::<()>(CREDITS);
-    let (upstream_credits, upstream_credits_rx) = mpsc::sync_channel::<()>(CREDITS);
-    for _ in 0..CREDITS {
-        let _ = client_credits.try_send(());
-        let _ = upstream_credits.try_send(());
-    }
+    let (client_credits, client_credits_rx) = serve::credits(CREDITS);
+    let (upstream_credits, upstream_credits_rx) = serve::credits(CREDITS);
     let tx = events_tx.clone();
-    thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || read_client(&tx, &client_credits_rx))
-        .context("cannot start the stdin reader")?;
+    serve::spawn("stdin".into(), "the stdin reader", move || {
+        read_client(&tx, &client_credits_rx);
+    })?;
     let tx = events_tx.clone();
-    thread::Builder::new()
-        .name("upstream-stdout".into())
-        .spawn(move || read_upstream(child_stdout, &tx, &upstream_credits_rx))
-        .context("cannot start the upstream reader")?;
+    serve::spawn("upstream-stdout".into(), "the upstream reader", move || {
+        read_upstream(child_stdout, &tx, &upstream_credits_rx);
+    })?;
     let (lines_tx, lines_rx) = mpsc::sync_channel::<Vec<u8>>(UPSTREAM_QUEUE);
     let tx = events_tx.clone();
-    thread::Builder::new()
-        .name("upstream-stdin".into())
-        .spawn(move || write_upstream(child_stdin, &lines_rx, &tx))
-        .context("cannot start the upstream writer")?;
-    thread::Builder::new()
-        .name("upstream-stderr".into())
-        .spawn(move || pass_stderr(child_stderr))
-        .context("cannot start the upstream stderr passthrough")?;
+    serve::spawn("upstream-stdin".into(), "the upstream writer", move || {
+        write_upstream(child_stdin, &lines_rx, &tx);
+    })?;
+    serve::spawn(
+        "upstream-stderr".into(),
+        "the upstream stderr passthrough",
+        move || pass_stderr(child_stderr),
+    )?;
     drop(events_tx);
 
     tracing::info!(
@@ -194,19 +173,15 @@ pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
 fn watch_signals(events: mpsc::Sender<Event>) -> anyhow::Result<()> {
     let mut signals =
         Signals::new([SIGINT, SIGTERM]).context("cannot install the signal handlers")?;
-    thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            let mut first = None;
-            for signal in signals.forever() {
-                let code = crate::shutdown::exit_code(signal);
-                if let Some(first) = first {
-                    std::process::exit(i32::from(first));
-                }
-                first = Some(code);
-                let _ = events.send(Event::Signal(code));
+    serve::spawn("signals".into(), "the signal thread", move || {
+        let mut first = None;
+        for signal in signals.forever() {
+            let code = crate::shutdown::exit_code(signal);
+            if let Some(first) = first {
+                std::process::exit(i32::from(first));
             }
-        })
-        .context("cannot start the signal thread")?;
-    Ok(())
+            first = Some(code);
+            let _ = events.send(Event::Signal(code));
+        }
+    })
 }

@@ -8,21 +8,13 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Fixture, Launch, Run, binary, drain, http_policy, wait_limited};
+use common::{Fixture, Launch, Run, binary, drain, http_policy, python, wait_limited};
 use serde_json::Value;
 
 /// Nothing listens here: `check` calls a tool only when asked to.
 const CLOSED_PORT: u16 = 9;
 /// How long one `portcullis check` run may take before the test kills it.
 const CHECK_LIMIT: Duration = Duration::from_secs(120);
-
-fn python() -> PathBuf {
-    ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from("python3"))
-}
 
 fn fixture_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_fixtures/server.py")

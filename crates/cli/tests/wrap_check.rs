@@ -8,17 +8,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{Launch, binary, drain, wait_limited};
+use common::{Launch, binary, drain, python, wait_limited};
 
 const CHECK_LIMIT: Duration = Duration::from_secs(240);
-
-fn python() -> String {
-    ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .iter()
-        .find(|p| Path::new(p).exists())
-        .unwrap_or(&"python3")
-        .to_string()
-}
 
 fn fixture_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_fixtures/server.py")
@@ -58,7 +50,7 @@ fn wrapping_repairs(mode: &str, check_options: &[&str], wrap_options: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let python = python();
     let server = fixture_server();
-    let server = [python.as_str(), server.to_str().unwrap(), mode];
+    let server = [python.to_str().unwrap(), server.to_str().unwrap(), mode];
     let (bare, report) = check(dir.path(), check_options, &server);
     assert_eq!(
         bare,

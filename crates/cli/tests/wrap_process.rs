@@ -15,19 +15,11 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{Launch, drain, wait_limited};
+use common::{Launch, drain, python, wait_limited};
 use portcullis_wire::check_transcript;
 use serde_json::{Value, json};
 
 const ANSWER_LIMIT: Duration = Duration::from_secs(15);
-
-fn python() -> PathBuf {
-    ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from("python3"))
-}
 
 fn upstream_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wrap_fixtures/upstream.py")

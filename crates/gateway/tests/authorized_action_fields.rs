@@ -3,79 +3,24 @@
 //! output caps, timeout, credential, SSH host, port, user, argv and
 //! known_hosts — and its one-line description names exactly that.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-use portcullis_gateway::authz::{ActionTarget, authorize};
+use common::authz::authorize_call;
+use portcullis_gateway::authz::ActionTarget;
 use portcullis_gateway::policy::HttpMethod;
-use portcullis_gateway::schema;
-use portcullis_gateway::{AuthorizedAction, BoundPolicy, Policy, Secret, SecretStore};
+use portcullis_gateway::{AuthorizedAction, BoundPolicy, Secret};
 use serde_json::{Value, json};
 
-const POLICY: &str = r#"
-[server]
-name = "t"
-
-[credentials.tok]
-env = "UNUSED"
-
-[credentials.key]
-file = "/unused/id_ed25519"
-
-[[tools]]
-name = "put"
-timeout_ms = 1500
-[tools.http]
-method = "PUT"
-url = "https://api.internal:8443/v1/{item}?mode={mode}"
-allow = ["api.internal:8443"]
-credential = "tok"
-max_response_bytes = 4096
-[tools.input_schema]
-type = "object"
-required = ["item", "mode"]
-properties.item = { type = "string" }
-properties.mode = { type = "string" }
-
-[[tools]]
-name = "plain"
-[tools.http]
-method = "GET"
-url = "http://127.0.0.1:8080/x"
-allow = ["127.0.0.1:8080"]
-[tools.input_schema]
-type = "object"
-
-[[tools]]
-name = "logs"
-[tools.ssh]
-host = "db.internal"
-port = 2222
-user = "ops"
-argv = ["journalctl", "-u", "{unit}", "-n", "{n}"]
-allow = ["db.internal:2222"]
-credential = "key"
-known_hosts = "/etc/portcullis/known_hosts"
-max_output_bytes = 777
-[tools.input_schema]
-type = "object"
-required = ["unit", "n"]
-properties.unit = { type = "string" }
-properties.n = { type = "integer" }
-"#;
-
+/// [`common::authz::POLICY`] with both its credentials bound.
 fn policy() -> BoundPolicy {
-    let policy = Policy::from_toml(POLICY, Path::new("p.toml")).unwrap();
-    let mut store = SecretStore::default();
-    store.insert("tok", Secret::new("t0ken"));
-    store.insert("key", Secret::new("PRIVATE KEY"));
-    policy.bind_secrets(store)
+    common::authz::policy(&[("tok", "t0ken"), ("key", "PRIVATE KEY")])
 }
 
 fn authorized(policy: &BoundPolicy, tool: &str, args: Value) -> AuthorizedAction {
-    let Value::Object(args) = args else { panic!() };
-    let checked = schema::check(policy.tool(tool).unwrap(), args).unwrap();
-    authorize(&checked, policy.secrets()).unwrap()
+    authorize_call(policy, tool, args).expect("authorized")
 }
 
 #[test]

@@ -1,72 +1,28 @@
 //! Authorization: templates expand as data, the allowlist is checked after
 //! expansion, credentials must be present.
 
+mod common;
+
 use std::path::Path;
 
+use common::authz::{authorize_call, bind, checked, policy};
 use percent_encoding::percent_decode_str;
 use portcullis_gateway::authz::{ActionTarget, Component, Denial, authorize};
-use portcullis_gateway::schema;
-use portcullis_gateway::{BoundPolicy, Policy, Secret, SecretStore};
+use portcullis_gateway::{BoundPolicy, Policy};
 use serde_json::{Value, json};
 
-const POLICY: &str = r#"
-[server]
-name = "t"
-
-[credentials.tok]
-env = "UNUSED"
-
-[[tools]]
-name = "get"
-[tools.http]
-method = "GET"
-url = "https://api.internal:8443/v1/{path}/items?q={term}&fixed=1"
-allow = ["api.internal:8443"]
-credential = "tok"
-[tools.input_schema]
-type = "object"
-required = ["path", "term"]
-properties.path = { type = "string" }
-properties.term = { type = "string" }
-
-[[tools]]
-name = "probe"
-[tools.http]
-method = "HEAD"
-url = "http://{host}:8080/"
-allow = ["127.0.0.1:8080", "[::1]:8080"]
-[tools.input_schema]
-type = "object"
-required = ["host"]
-properties.host = { type = "string" }
-
-[[tools]]
-name = "run"
-[tools.ssh]
-host = "127.0.0.1"
-user = "ops"
-argv = ["journalctl", "-u", "{unit}", "--lines={n}"]
-allow = ["127.0.0.1:22"]
-[tools.input_schema]
-type = "object"
-required = ["unit", "n"]
-properties.unit = { type = "string" }
-properties.n = { type = "integer" }
-"#;
-
-fn policy(with_secret: bool) -> BoundPolicy {
-    let policy = Policy::from_toml(POLICY, Path::new("authz.toml")).unwrap();
-    let mut store = SecretStore::default();
-    if with_secret {
-        store.insert("tok", Secret::new("t0ken"));
-    }
-    policy.bind_secrets(store)
+/// [`common::authz::POLICY`] with the credential `tok` bound or not.
+fn authz_policy(with_secret: bool) -> BoundPolicy {
+    let secrets: &[(&str, &str)] = if with_secret {
+        &[("tok", "t0ken")]
+    } else {
+        &[]
+    };
+    policy(secrets)
 }
 
 fn decide(policy: &BoundPolicy, tool: &str, args: Value) -> Result<ActionTarget, String> {
-    let Value::Object(args) = args else { panic!() };
-    let spec = policy.tool(tool).unwrap();
-    let checked = schema::check(spec, args).map_err(|e| {
+    let checked = checked(policy, tool, args).map_err(|e| {
         let lines: Vec<String> = e.failures().iter().map(ToString::to_string).collect();
         lines.join("; ")
     })?;
@@ -84,7 +40,7 @@ fn url(target: ActionTarget) -> String {
 
 #[test]
 fn placeholders_are_percent_encoded_as_one_segment_or_value() {
-    let p = policy(true);
+    let p = authz_policy(true);
     let got = url(decide(&p, "get", json!({"path": "a/b?c#d", "term": "x&y=z é"})).unwrap());
     assert_eq!(
         got,
@@ -94,7 +50,7 @@ fn placeholders_are_percent_encoded_as_one_segment_or_value() {
 
 #[test]
 fn dot_segments_are_denied() {
-    let p = policy(true);
+    let p = authz_policy(true);
     for bad in [".", ".."] {
         assert!(decide(&p, "get", json!({"path": bad, "term": "x"})).is_err());
     }
@@ -102,7 +58,7 @@ fn dot_segments_are_denied() {
 
 #[test]
 fn the_allowlist_is_checked_after_expansion() {
-    let p = policy(true);
+    let p = authz_policy(true);
     assert!(decide(&p, "probe", json!({"host": "127.0.0.1"})).is_ok());
     assert!(
         decide(&p, "probe", json!({"host": "127.1"})).is_ok(),
@@ -128,14 +84,14 @@ fn the_allowlist_is_checked_after_expansion() {
 
 #[test]
 fn a_missing_credential_denies() {
-    let p = policy(false);
+    let p = authz_policy(false);
     let err = decide(&p, "get", json!({"path": "a", "term": "b"})).unwrap_err();
     assert!(err.contains("credential tok"), "{err}");
 }
 
 #[test]
 fn ssh_argv_is_a_vector_and_option_injection_is_denied() {
-    let p = policy(true);
+    let p = authz_policy(true);
     match decide(&p, "run", json!({"unit": "nginx; rm -rf /", "n": 20})).unwrap() {
         ActionTarget::Ssh(s) => assert_eq!(
             s.argv(),
@@ -151,7 +107,7 @@ fn ssh_argv_is_a_vector_and_option_injection_is_denied() {
 
 #[test]
 fn schema_failures_name_location_and_keyword_not_values() {
-    let p = policy(true);
+    let p = authz_policy(true);
     let err = decide(
         &p,
         "run",
@@ -199,16 +155,11 @@ properties.unit = { type = "string" }
 "#;
 
 fn avatar_policy() -> BoundPolicy {
-    let policy = Policy::from_toml(AVATAR, Path::new("avatar.toml")).unwrap();
-    let mut store = SecretStore::default();
-    store.insert("tok", Secret::new("t0ken"));
-    policy.bind_secrets(store)
+    bind(AVATAR, &[("tok", "t0ken")])
 }
 
 fn denial(policy: &BoundPolicy, tool: &str, args: Value) -> Denial {
-    let Value::Object(args) = args else { panic!() };
-    let checked = schema::check(policy.tool(tool).unwrap(), args).unwrap();
-    authorize(&checked, policy.secrets()).expect_err("must be denied")
+    authorize_call(policy, tool, args).expect_err("must be denied")
 }
 
 #[test]
@@ -264,7 +215,7 @@ fn control_characters_and_del_are_denied_in_every_component() {
             Denial::ControlCharacter(Component::Argv(2))
         );
     }
-    let probe = policy(true);
+    let probe = authz_policy(true);
     assert!(decide(&probe, "probe", json!({"host": "127.0.0.1\t"})).is_err());
 }
 
@@ -292,11 +243,8 @@ fn hostile_printable_values_arrive_exactly_as_written() {
         " .. ",
     ];
     for value in hostile {
-        let Value::Object(args) = json!({"user": value, "size": value}) else {
-            panic!()
-        };
-        let checked = schema::check(p.tool("avatar_delete").unwrap(), args).unwrap();
-        let action = authorize(&checked, p.secrets()).expect(value);
+        let action = authorize_call(&p, "avatar_delete", json!({"user": value, "size": value}))
+            .expect(value);
         let ActionTarget::Http(h) = action.target() else {
             panic!()
         };
@@ -345,15 +293,8 @@ fn a_plus_in_a_query_literal_arrives_as_a_plus() {
         "http://127.0.0.1:8080/users/{user}/avatar?size={size}",
         "http://127.0.0.1:8080/users/{user}/avatar?a+b=x+{size}",
     );
-    let p = Policy::from_toml(&text, Path::new("plus.toml")).unwrap();
-    let mut store = SecretStore::default();
-    store.insert("tok", Secret::new("t0ken"));
-    let p = p.bind_secrets(store);
-    let Value::Object(args) = json!({"user": "u", "size": "1 +2"}) else {
-        panic!()
-    };
-    let checked = schema::check(p.tool("avatar_delete").unwrap(), args).unwrap();
-    let action = authorize(&checked, p.secrets()).unwrap();
+    let p = bind(&text, &[("tok", "t0ken")]);
+    let action = authorize_call(&p, "avatar_delete", json!({"user": "u", "size": "1 +2"})).unwrap();
     let ActionTarget::Http(h) = action.target() else {
         panic!()
     };
@@ -364,25 +305,8 @@ fn a_plus_in_a_query_literal_arrives_as_a_plus() {
 
 #[test]
 fn an_allowlisted_name_inside_a_longer_host_is_not_allowed() {
-    let text = r#"
-[server]
-name = "t"
-
-[[tools]]
-name = "probe"
-[tools.http]
-method = "GET"
-url = "http://{host}:8080/"
-allow = ["api.internal:8080", "localhost:8080"]
-[tools.input_schema]
-type = "object"
-required = ["host"]
-properties.host = { type = "string" }
-"#;
-    let p = Policy::from_toml(text, Path::new("suffix.toml"))
-        .unwrap()
-        .bind_secrets(SecretStore::default());
-    assert!(decide(&p, "probe", json!({"host": "api.internal"})).is_ok());
+    let p = authz_policy(false);
+    assert!(decide(&p, "probe_names", json!({"host": "api.internal"})).is_ok());
     for denied in [
         "evil-api.internal",
         "x.api.internal",
@@ -390,7 +314,7 @@ properties.host = { type = "string" }
         "api.internal.evil",
         "localhost.evil",
     ] {
-        let err = decide(&p, "probe", json!({"host": denied})).expect_err(denied);
+        let err = decide(&p, "probe_names", json!({"host": denied})).expect_err(denied);
         assert!(err.contains("allowlist"), "{denied}: {err}");
     }
 }

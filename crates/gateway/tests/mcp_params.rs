@@ -4,22 +4,11 @@
 //! with a message naming the member.
 
 use portcullis_gateway::mcp::params::{cancelled_request, initialize_params, tools_call_params};
-use portcullis_wire::{Id, Limits, Object, RpcMessage, parse_message_borrowed};
-use serde_json::{Value, json};
+mod common;
 
-/// `value` as the strict reader hands params to the MCP stage: an object
-/// parsed from text (leaked: a test's values live for the whole run).
-fn map(value: Value) -> Object<'static> {
-    let text = json!({"jsonrpc": "2.0", "method": "m", "params": value}).to_string();
-    let text: &'static str = Box::leak(text.into_boxed_str());
-    match parse_message_borrowed(text, &Limits::default()) {
-        Ok(RpcMessage::Notification {
-            params: Some(params),
-            ..
-        }) => params,
-        other => panic!("not an object: {other:?}"),
-    }
-}
+use common::params::object as map;
+use portcullis_wire::Id;
+use serde_json::{Value, json};
 
 #[test]
 fn initialize_needs_a_version_capabilities_and_client_info() {

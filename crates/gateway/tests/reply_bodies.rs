@@ -3,12 +3,14 @@
 //! standard text of each JSON-RPC error code. Also the revision table these
 //! depend on.
 
+mod common;
+
 use std::path::Path;
 
+use common::params::object;
 use portcullis_gateway::Policy;
 use portcullis_gateway::mcp::{Era, Revision, era_of, negotiate};
 use portcullis_gateway::reply;
-use portcullis_wire::{Limits, Object, RpcMessage, parse_message_borrowed};
 use serde_json::{Value, json};
 
 const LEGACY: [Revision; 2] = [Revision::V2025_06_18, Revision::V2025_11_25];
@@ -188,18 +190,4 @@ fn a_request_announces_the_modern_era_by_discover_or_by_its_meta() {
     assert_eq!(era_of("tools/call", Some(&other_meta)), Era::Legacy);
     let not_object = object(json!({"_meta": "x"}));
     assert_eq!(era_of("tools/call", Some(&not_object)), Era::Legacy);
-}
-
-/// `value` as the strict reader hands params to the MCP stage: an object
-/// parsed from text (leaked: a test's values live for the whole run).
-fn object(value: Value) -> Object<'static> {
-    let text = json!({"jsonrpc": "2.0", "method": "m", "params": value}).to_string();
-    let text: &'static str = Box::leak(text.into_boxed_str());
-    match parse_message_borrowed(text, &Limits::default()) {
-        Ok(RpcMessage::Notification {
-            params: Some(params),
-            ..
-        }) => params,
-        other => panic!("not an object: {other:?}"),
-    }
 }

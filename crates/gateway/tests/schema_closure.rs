@@ -2,16 +2,10 @@
 //! (issue 8 defect 5): an argument the policy does not name never slips
 //! through, and composition (`allOf` and friends) still works.
 
-use portcullis_gateway::schema::ToolSchema;
-use serde_json::{Value, json};
+mod common;
 
-fn accepts(schema: &Value, args: Value) -> bool {
-    let Value::Object(args) = args else { panic!() };
-    ToolSchema::compile(schema.clone())
-        .expect("schema compiles")
-        .check("t", args)
-        .is_ok()
-}
+use common::schema::accepts;
+use serde_json::{Value, json};
 
 fn object(props: Value) -> Value {
     json!({"type": "object", "properties": props})

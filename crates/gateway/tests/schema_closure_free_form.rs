@@ -4,16 +4,11 @@
 //! nested object schema that names no properties free-form. (The root is
 //! always closed: a tool that declares no arguments accepts none.)
 
-use portcullis_gateway::schema::ToolSchema;
-use serde_json::{Value, json};
+mod common;
 
-fn accepts(schema: &Value, args: Value) -> bool {
-    let Value::Object(args) = args else { panic!() };
-    ToolSchema::compile(schema.clone())
-        .unwrap()
-        .check("t", args)
-        .is_ok()
-}
+use common::schema::accepts;
+use portcullis_gateway::schema::ToolSchema;
+use serde_json::json;
 
 #[test]
 fn look_alike_schemas_in_non_schema_keywords_do_not_close_an_object() {

@@ -2,32 +2,14 @@
 //! the edges of what a line may quote: pointer segments up to 64 plain
 //! characters, policy values up to 200 characters.
 
+mod common;
+
+use common::schema::{failure_lines as lines, only, prop};
 use portcullis_gateway::schema::ToolSchema;
 use serde_json::{Value, json};
 
-fn lines(schema: Value, args: Value) -> Vec<String> {
-    let Value::Object(args) = args else { panic!() };
-    let refusal = ToolSchema::compile(schema)
-        .unwrap()
-        .check("t", args)
-        .expect_err("must be refused");
-    let text = refusal.to_string();
-    let failures: Vec<String> = refusal.failures().iter().map(ToString::to_string).collect();
-    assert_eq!(text.lines().count(), failures.len() + 1, "{text}");
-    for failure in &failures {
-        assert!(text.contains(failure.as_str()), "{text}");
-    }
-    failures
-}
-
 fn one(schema: Value, args: Value) -> String {
-    let lines = lines(schema, args);
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    lines.into_iter().next().unwrap()
-}
-
-fn prop(p: Value) -> Value {
-    json!({"type": "object", "properties": {"p": p}})
+    only(lines(schema, args))
 }
 
 #[test]

@@ -2,42 +2,26 @@
 //! keyword, at most eight, naming what the schema wants and where — never
 //! the value that was sent.
 
-use portcullis_gateway::schema::ToolSchema;
+mod common;
+
+use common::schema::{failure_lines, only, prop as schema};
 use serde_json::{Value, json};
 
 const VALUE: &str = "SECRET-VALUE-9f2c";
 
+/// The failure lines (see [`failure_lines`]): at most eight, and none
+/// holding the value that was sent.
 fn errors(schema: Value, args: Value) -> Vec<String> {
-    let Value::Object(args) = args else { panic!() };
-    let refusal = ToolSchema::compile(schema)
-        .unwrap()
-        .check("t", args)
-        .expect_err("must be refused");
-    // The tool error the model reads: a heading, then one line per failure.
-    let text = refusal.to_string();
-    let failures = refusal.failures();
-    assert_eq!(text.lines().count(), failures.len() + 1, "{text}");
-    let errors: Vec<String> = failures.iter().map(ToString::to_string).collect();
-    for (line, failure) in errors.iter().zip(failures) {
-        assert!(
-            line.ends_with(&format!("(`{}`)", failure.keyword)),
-            "{line}"
-        );
+    let errors = failure_lines(schema, args);
+    for line in &errors {
         assert!(!line.contains(VALUE), "a value leaked: {line}");
-        assert!(!line.contains('\n'), "one line per failure: {line:?}");
     }
     assert!(errors.len() <= 8);
     errors
 }
 
 fn one(schema: Value, args: Value) -> String {
-    let e = errors(schema, args);
-    assert_eq!(e.len(), 1, "{e:?}");
-    e.into_iter().next().unwrap()
-}
-
-fn schema(prop: Value) -> Value {
-    json!({"type": "object", "properties": {"p": prop}})
+    only(errors(schema, args))
 }
 
 #[test]

@@ -1,23 +1,16 @@
 //! Every JSON Schema keyword a refusal can name says, in one line, what the
 //! schema wants; a schema that is not an object is refused at compile time.
 
+mod common;
+
+use common::schema::{failure_lines, only, prop};
 use portcullis_gateway::schema::ToolSchema;
 use serde_json::{Value, json};
 
 /// The one failure line for `args` against an object schema with property
 /// `p` described by `prop`.
-fn wants(prop: Value, p: Value) -> String {
-    let schema = json!({"type": "object", "properties": {"p": prop}});
-    let Value::Object(args) = json!({ "p": p }) else {
-        unreachable!()
-    };
-    let refusal = ToolSchema::compile(schema)
-        .unwrap()
-        .check("t", args)
-        .expect_err("must be refused");
-    let failures = refusal.failures();
-    assert_eq!(failures.len(), 1, "{refusal}");
-    failures[0].to_string()
+fn wants(p_schema: Value, p: Value) -> String {
+    only(failure_lines(prop(p_schema), json!({ "p": p })))
 }
 
 #[test]

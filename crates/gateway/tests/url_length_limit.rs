@@ -1,11 +1,11 @@
 //! A built URL may be at most `MAX_URL_BYTES` long (what the HTTP stack
 //! will send); one byte more is denied before anything is queued.
 
-use std::path::Path;
+mod common;
 
-use portcullis_gateway::authz::{ActionTarget, Denial, MAX_URL_BYTES, authorize};
-use portcullis_gateway::{Policy, SecretStore, schema};
-use serde_json::{Value, json};
+use common::authz::{authorize_call, bind};
+use portcullis_gateway::authz::{ActionTarget, Denial, MAX_URL_BYTES};
+use serde_json::json;
 
 const POLICY: &str = r#"
 [server]
@@ -24,14 +24,9 @@ properties.p = { type = "string" }
 "#;
 
 fn decide(segment_len: usize) -> Result<ActionTarget, Denial> {
-    let policy = Policy::from_toml(POLICY, Path::new("p.toml")).unwrap();
-    let secrets = SecretStore::stand_ins(&policy);
-    let policy = policy.bind_secrets(secrets);
-    let Value::Object(args) = json!({"p": "a".repeat(segment_len)}) else {
-        unreachable!()
-    };
-    let checked = schema::check(policy.tool("get").unwrap(), args).unwrap();
-    authorize(&checked, policy.secrets()).map(|a| a.target().clone())
+    let policy = bind(POLICY, &[]);
+    authorize_call(&policy, "get", json!({"p": "a".repeat(segment_len)}))
+        .map(|a| a.target().clone())
 }
 
 #[test]

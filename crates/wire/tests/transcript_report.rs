@@ -15,6 +15,35 @@ fn shape(line: &str) -> String {
 }
 
 #[test]
+fn permitted_frames_pass() {
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"no","data":{}}}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"parse error"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
+    ] {
+        assert_eq!(check_line(line.as_bytes()), Ok(()), "{line}");
+    }
+}
+
+#[test]
+fn lines_that_are_not_json_rpc_objects_are_refused() {
+    assert_eq!(check_line(b""), Err(Violation::EmptyLine));
+    assert_eq!(check_line(b"\xff{}"), Err(Violation::NotUtf8));
+    assert!(matches!(check_line(b"{"), Err(Violation::NotJson(_))));
+    assert_eq!(check_line(b"[1]"), Err(Violation::NotObject));
+    assert_eq!(
+        check_line(br#"{"jsonrpc":"1.0","id":1,"result":{}}"#),
+        Err(Violation::NoJsonRpc)
+    );
+    assert_eq!(
+        check_line(br#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}"#),
+        Err(Violation::NullId)
+    );
+}
+
+#[test]
 fn a_clean_transcript_counts_its_lines() {
     assert_eq!(check_transcript(b""), Ok(0));
     assert_eq!(check_transcript(OK), Ok(1));
@@ -28,6 +57,7 @@ fn the_report_names_the_first_bad_line_and_shows_its_raw_bytes() {
     let violation = check_transcript(&stdout).unwrap_err();
     assert_eq!(violation.line, 2);
     assert_eq!(violation.raw, b"loading optional extension\n");
+    assert!(matches!(violation.violation, Violation::NotJson(_)));
     let text = violation.to_string();
     assert!(
         text.starts_with(
@@ -125,6 +155,10 @@ fn a_server_request_or_notification_has_a_string_method_and_object_params() {
     let cases = [
         (r#"{"jsonrpc":"2.0","method":1}"#, "method is not a string"),
         (
+            r#"{"jsonrpc":"2.0","id":1,"method":3}"#,
+            "method is not a string",
+        ),
+        (
             r#"{"jsonrpc":"2.0","id":1,"method":"m","result":{}}"#,
             "method together with result or error",
         ),
@@ -134,6 +168,10 @@ fn a_server_request_or_notification_has_a_string_method_and_object_params() {
         ),
         (
             r#"{"jsonrpc":"2.0","method":"m","params":[]}"#,
+            "params is not an object",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[]}"#,
             "params is not an object",
         ),
         (
@@ -174,6 +212,10 @@ fn a_response_has_an_id_and_exactly_one_object_result_or_well_formed_error() {
             "error is not an object",
         ),
         (r#"{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}"#, lacks),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":"1","message":"m"}}"#,
+            lacks,
+        ),
         (
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"m"}}"#,
             lacks,

@@ -6,23 +6,23 @@
 //! it answers an upstream request in flight. What is forwarded is the
 //! canonical encoding of the parsed message under an upstream id of ours.
 //!
-//! Refusals follow the gateway's error-reply rules: echo the id when it
+//! Refusals follow the gateway's error-reply rules
+//! ([`portcullis_gateway::session::error_reply`]): echo the id when it
 //! could be read and was never used; otherwise never `"id": null` (omit
 //! the id where the revision permits and only under `close`, else write
 //! nothing); never answer a notification or a response; under `close`,
 //! the first invalid frame ends the session.
 
-use portcullis_gateway::mcp::{self, McpRequest, Revision};
+use portcullis_gateway::mcp::{self, McpRequest};
+use portcullis_gateway::session::error_reply;
 use portcullis_gateway::{OnInvalid, reply};
 use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
-use portcullis_wire::{
-    ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage, parse_message_borrowed, utf8,
-};
-use serde_json::{Map, Value, json};
+use portcullis_wire::{ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage};
+use serde_json::{Map, Value};
 
 use crate::effect::{AuditRecord, Effect, End};
 use crate::encode::Message;
-use crate::session::{Asked, Pending, UPSTREAM_ERROR, Wrap};
+use crate::session::{Asked, Pending, UPSTREAM_ERROR, Wrap, read_frame};
 
 /// Client requests forwarded whatever the policy says.
 pub const FORWARDED_REQUESTS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
@@ -46,15 +46,9 @@ impl Wrap {
             return;
         }
         self.counters.client_frames += 1;
-        let frame = match event {
-            FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, effects),
-            FrameEvent::Frame(bytes) => bytes,
-        };
-        let message =
-            utf8::decode(frame).and_then(|text| parse_message_borrowed(text, &self.config.limits));
-        let message = match message {
-            Ok(message) => message,
-            Err(rejection) => return self.refuse(line, rejection, effects),
+        let (frame, message) = match read_frame(event, &self.config.limits) {
+            Ok(read) => read,
+            Err((_, rejection)) => return self.refuse(line, rejection, effects),
         };
         match message {
             RpcMessage::Response { id, result } => {
@@ -315,34 +309,12 @@ impl Wrap {
             code: rejection.code,
             fingerprint: rejection.fingerprint,
         }));
-        let close = self.config.on_invalid == OnInvalid::Close;
-        let may_omit_id = close
-            && self
-                .mcp
-                .revision()
-                .is_some_and(Revision::allows_error_without_id);
-        let echoed = rejection
-            .id
-            .clone()
-            .filter(|id| rejection.stage == Stage::Mcp || self.mcp.claim_id_for_error(id));
-        if echoed.is_some() || may_omit_id {
-            let error = ErrorObject {
-                code: rejection.code,
-                message: rejection.reason.clone(),
-                data: Some(json!({
-                    "stage": rejection.stage.as_str(),
-                    "fingerprint": rejection.fingerprint.to_hex(),
-                })),
-            };
-            self.send_client(
-                Message::Error {
-                    id: echoed.as_ref(),
-                    error: &error,
-                },
-                effects,
-            );
+        let on_invalid = self.config.on_invalid;
+        if let Some((id, error)) = error_reply(&mut self.mcp, on_invalid, &rejection, None) {
+            let id = id.as_ref();
+            self.send_client(Message::Error { id, error: &error }, effects);
         }
-        if close {
+        if on_invalid == OnInvalid::Close {
             let end = End::ClientInvalid {
                 line,
                 stage: rejection.stage,

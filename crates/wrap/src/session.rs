@@ -19,7 +19,10 @@
 use std::collections::BTreeMap;
 
 use portcullis_gateway::mcp::{Revision, SessionState};
-use portcullis_wire::{ErrorObject, FrameReader, Id};
+use portcullis_wire::{
+    ErrorObject, FrameEvent, FrameReader, Id, Limits, Object, Rejection, RpcMessage,
+    parse_message_borrowed, utf8,
+};
 use serde_json::{Map, Value};
 
 use crate::config::Config;
@@ -30,6 +33,27 @@ use crate::tools::ToolTable;
 /// The error code a request gets when the upstream cannot answer it
 /// (gone, too slow).
 pub const UPSTREAM_ERROR: i64 = -32603;
+
+/// A frame's bytes and the message read from them.
+pub(crate) type ReadFrame<'a> = (&'a [u8], RpcMessage<'a, Object<'a>>);
+
+/// One frame from either side read as one message: the frame reader's
+/// verdict, then UTF-8 and one strict JSON-RPC message, the stages of
+/// `portcullis mcp`. A refusal comes with the frame's bytes (none when
+/// the frame reader refused it).
+pub(crate) fn read_frame<'a>(
+    event: FrameEvent<'a>,
+    limits: &Limits,
+) -> Result<ReadFrame<'a>, (&'a [u8], Rejection)> {
+    let frame = match event {
+        FrameEvent::Rejected(rejection) => return Err((&[], rejection)),
+        FrameEvent::Frame(bytes) => bytes,
+    };
+    utf8::decode(frame)
+        .and_then(|text| parse_message_borrowed(text, limits))
+        .map(|message| (frame, message))
+        .map_err(|rejection| (frame, rejection))
+}
 
 /// What a forwarded client request is, for its answer's sake.
 #[derive(Debug, Clone, PartialEq, Eq)]

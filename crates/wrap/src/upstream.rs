@@ -8,12 +8,13 @@
 //! client receives is the canonical encoding of the parsed message, with
 //! the tools a `tools/list` answer may show (see [`crate::tools`]).
 
-use portcullis_wire::{ErrorObject, FrameEvent, Id, RpcMessage, Stage, parse_message, utf8};
+use portcullis_gateway::mcp::cancelled_request;
+use portcullis_wire::{ErrorObject, FrameEvent, Id, Object, RpcMessage, Stage};
 use serde_json::{Map, Value};
 
 use crate::effect::{AuditRecord, Dropped, Effect, Quarantined};
 use crate::encode::Message;
-use crate::session::{Asked, UPSTREAM_ERROR, Wrap};
+use crate::session::{Asked, UPSTREAM_ERROR, Wrap, read_frame};
 
 /// Requests the upstream may send the client.
 pub const UPSTREAM_REQUESTS: [&str; 4] = [
@@ -47,23 +48,11 @@ impl Wrap {
             return;
         }
         self.counters.upstream_lines += 1;
-        let frame = match event {
-            FrameEvent::Rejected(rejection) => {
-                return self.quarantine(
-                    line,
-                    rejection.stage,
-                    rejection.reason,
-                    &[],
-                    rejection.fingerprint,
-                    effects,
-                );
+        match read_frame(event, &self.config.limits) {
+            Ok((frame, message)) => self.upstream_message(line, frame, message, effects),
+            Err((frame, r)) => {
+                self.quarantine(line, r.stage, r.reason, frame, r.fingerprint, effects);
             }
-            FrameEvent::Frame(bytes) => bytes,
-        };
-        let message = utf8::decode(frame).and_then(|text| parse_message(text, &self.config.limits));
-        match message {
-            Ok(message) => self.upstream_message(line, frame, message, effects),
-            Err(r) => self.quarantine(line, r.stage, r.reason, frame, r.fingerprint, effects),
         }
     }
 
@@ -71,7 +60,7 @@ impl Wrap {
         &mut self,
         line: u64,
         frame: &[u8],
-        message: RpcMessage<'_>,
+        message: RpcMessage<'_, Object<'_>>,
         effects: &mut Vec<Effect>,
     ) {
         match message {
@@ -88,6 +77,7 @@ impl Wrap {
                 self.drop_message(line, Dropped::ErrorWithoutId, effects)
             }
             RpcMessage::Request { id, method, params } => {
+                let params = params.map(Object::into_map);
                 self.upstream_request(line, id, &method, params.as_ref(), effects);
             }
             RpcMessage::Notification { method, params } => {
@@ -218,7 +208,7 @@ impl Wrap {
         &mut self,
         line: u64,
         method: &str,
-        params: Option<Map<String, Value>>,
+        params: Option<Object<'_>>,
         effects: &mut Vec<Effect>,
     ) {
         if !UPSTREAM_NOTIFICATIONS.contains(&method) {
@@ -236,7 +226,7 @@ impl Wrap {
                 return self.drop_message(line, Dropped::NotificationNotAllowed, effects);
             };
             self.asked_client.remove(&ours);
-            let mut params = params.unwrap_or_default();
+            let mut params = params.map(Object::into_map).unwrap_or_default();
             params.insert("requestId".into(), Value::from(ours));
             return self.send_client(
                 Message::Notification {
@@ -246,6 +236,7 @@ impl Wrap {
                 effects,
             );
         }
+        let params = params.map(Object::into_map);
         self.send_client(
             Message::Notification {
                 method,
@@ -285,15 +276,5 @@ impl Wrap {
             reason,
             bytes: bytes.to_vec(),
         }));
-    }
-}
-
-/// The id a `notifications/cancelled` names, read as the gateway reads a
-/// client's (`mcp::cancelled_request`): a string, or an integer within i64.
-fn cancelled_request(params: Option<&Map<String, Value>>) -> Option<Id> {
-    match params?.get("requestId")? {
-        Value::String(s) => Some(Id::Str(s.clone())),
-        Value::Number(n) => n.as_i64().map(Id::Int),
-        _ => None,
     }
 }

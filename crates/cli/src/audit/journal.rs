@@ -1,9 +1,7 @@
 //! Appending records to the journal, each synced before what it records
 //! goes ahead.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -11,61 +9,30 @@ use portcullis_gateway::{ActionTarget, AuthorizedAction, Outcome, RejectionRecor
 use portcullis_wire::Fingerprint;
 use serde::Serialize;
 
-/// An open audit journal.
+use super::JournalFile;
+
+/// An open audit journal. After a failed write every later append fails,
+/// so every later action is denied.
 #[derive(Debug)]
 pub struct Journal {
-    file: File,
-    session: String,
-    /// Set after a failed write: a partial line may be in the file, so
-    /// nothing more is appended and every later action is denied.
-    broken: bool,
+    file: JournalFile,
 }
 
 impl Journal {
     /// Open `path` for appending (created 0600 when missing).
     pub fn open(path: &Path) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        Ok(Self {
-            file,
-            session: format!("{}-{:x}", std::process::id(), now.as_nanos()),
-            broken: false,
-        })
+        JournalFile::open(path).map(|file| Self { file })
     }
 
     fn append(&mut self, kind: &str, body: impl Serialize, sync: bool) -> io::Result<()> {
-        if self.broken {
-            return Err(io::Error::other(
-                "the journal is unavailable after an earlier write failure",
-            ));
-        }
         let record = Record {
             kind,
             time: rfc3339(SystemTime::now()),
-            session: &self.session,
+            session: self.file.session(),
             body,
         };
-        let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
-        line.push(b'\n');
-        let mut result = self.file.write_all(&line);
-        if result.is_ok() && sync {
-            result = match self.file.sync_data() {
-                // Not a regular file (a pipe, a terminal): nothing to sync;
-                // the write itself succeeded.
-                Err(err) if err.kind() == io::ErrorKind::InvalidInput => Ok(()),
-                other => other,
-            };
-        }
-        if result.is_err() {
-            self.broken = true;
-        }
-        result
+        let line = serde_json::to_vec(&record).map_err(io::Error::other)?;
+        self.file.write_line(line, sync)
     }
 
     /// Record one refused frame.
@@ -148,9 +115,7 @@ impl Journal {
 
     /// Sync everything written so far (at shutdown).
     pub fn sync(&mut self) {
-        if !self.broken {
-            let _ = self.file.sync_data();
-        }
+        self.file.sync();
     }
 }
 

@@ -31,11 +31,13 @@
 //! `session` as `<pid>-<hex>`, `tool` as the policy's tool names; then
 //! that no ticket has two intents and every outcome follows its intent.
 //!
-//! Modules: `journal` writes the records, `verify` reads a journal back
-//! and pairs intents with outcomes, `shape` holds every record to the
-//! member set, types and ranges above.
+//! Modules: `journal` writes the records to a `journal_file` (the
+//! append-only file `portcullis wrap --audit` writes too), `verify` reads
+//! a journal back and pairs intents with outcomes, `shape` holds every
+//! record to the member set, types and ranges above.
 
 mod journal;
+mod journal_file;
 mod shape;
 #[cfg(test)]
 mod tests;
@@ -48,6 +50,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 pub use self::journal::{Journal, OutcomeRecord, rfc3339};
+pub use self::journal_file::JournalFile;
 
 /// Arguments of `portcullis audit`.
 #[derive(Debug, Args)]

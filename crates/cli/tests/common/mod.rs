@@ -23,6 +23,15 @@ use std::time::{Duration, Instant};
 use portcullis_wire::check_transcript;
 use serde_json::{Value, json};
 
+/// The Python interpreter that runs the fixture servers.
+pub fn python() -> PathBuf {
+    ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
 /// The binary cargo built for this test run.
 const BUILT: &str = env!("CARGO_BIN_EXE_portcullis");
 

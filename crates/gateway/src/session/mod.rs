@@ -29,6 +29,7 @@ use portcullis_wire::{
 use serde_json::Value;
 
 pub use config::Config;
+pub use refuse::error_reply;
 
 use crate::authz::{self, AuthorizedAction};
 use crate::effect::{CloseReason, Effect, Frame, Ticket};

@@ -9,6 +9,8 @@
 //! answered. A well-formed call refused by the schema or authorization is
 //! answered as a tool error and ends the session only under
 //! `on_denied = "close"`. Every refusal leaves as [`Effect::Rejected`].
+//! [`error_reply`] is the echo rule alone, for `portcullis wrap`'s client
+//! side too.
 
 use portcullis_wire::codes::INVALID_PARAMS;
 use portcullis_wire::{ErrorObject, Id, Outbound, Rejection, Stage};
@@ -17,7 +19,7 @@ use serde_json::{Value, json};
 use super::Core;
 use crate::effect::{CloseReason, Effect};
 use crate::ledger::RejectionRecord;
-use crate::mcp::{Refusal, Revision};
+use crate::mcp::{Refusal, Revision, SessionState};
 use crate::policy::{OnDenied, OnInvalid};
 use crate::reply;
 
@@ -59,31 +61,11 @@ impl Core {
             fingerprint: rejection.fingerprint,
         };
         self.record(record, effects);
-        let close = self.config.on_invalid == OnInvalid::Close;
-        let may_omit_id = close
-            && self
-                .mcp
-                .revision()
-                .is_some_and(Revision::allows_error_without_id);
-        // A readable id is echoed only once per session (see
-        // `SessionState::claim_id_for_error`); otherwise the error is
-        // written as if no id could be read.
-        let echoed = rejection
-            .id
-            .clone()
-            .filter(|id| rejection.stage == Stage::Mcp || self.mcp.claim_id_for_error(id));
-        if echoed.is_some() || may_omit_id {
-            let data = data.unwrap_or_else(|| {
-                json!({ "stage": rejection.stage.as_str(), "fingerprint": rejection.fingerprint.to_hex() })
-            });
-            let error = ErrorObject {
-                code: rejection.code,
-                message: rejection.reason.clone(),
-                data: Some(data),
-            };
-            self.write(Outbound::Error { id: echoed, error }, effects);
+        let on_invalid = self.config.on_invalid;
+        if let Some((id, error)) = error_reply(&mut self.mcp, on_invalid, &rejection, data) {
+            self.write(Outbound::Error { id, error }, effects);
         }
-        if close {
+        if on_invalid == OnInvalid::Close {
             let reason = CloseReason {
                 line,
                 stage: rejection.stage,
@@ -126,4 +108,39 @@ impl Core {
             self.close(reason, effects);
         }
     }
+}
+
+/// The error that answers a frame refused at the framing..mcp stages, and
+/// the id it echoes (`None`: the member is omitted), or `None` when
+/// nothing may be written. `data` defaults to the stage and the frame's
+/// fingerprint. An id echoed here is used up in `state`.
+pub fn error_reply(
+    state: &mut SessionState,
+    on_invalid: OnInvalid,
+    rejection: &Rejection,
+    data: Option<Value>,
+) -> Option<(Option<Id>, ErrorObject)> {
+    let may_omit_id = on_invalid == OnInvalid::Close
+        && state
+            .revision()
+            .is_some_and(Revision::allows_error_without_id);
+    // A readable id is echoed only once per session (see
+    // `SessionState::claim_id_for_error`); otherwise the error is written
+    // as if no id could be read.
+    let echoed = rejection
+        .id
+        .clone()
+        .filter(|id| rejection.stage == Stage::Mcp || state.claim_id_for_error(id));
+    if echoed.is_none() && !may_omit_id {
+        return None;
+    }
+    let data = data.unwrap_or_else(|| {
+        json!({ "stage": rejection.stage.as_str(), "fingerprint": rejection.fingerprint.to_hex() })
+    });
+    let error = ErrorObject {
+        code: rejection.code,
+        message: rejection.reason.clone(),
+        data: Some(data),
+    };
+    Some((echoed, error))
 }
