@@ -78,6 +78,18 @@ impl<'a> Json<'a> {
         matches!(self, Json::String(_))
     }
 
+    /// A copy of the value as a `serde_json::Value`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String(s.to_string()),
+            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Object(o) => Value::Object(o.to_map()),
+        }
+    }
+
     /// The same value as a `serde_json::Value`.
     pub fn into_value(self) -> Value {
         match self {
@@ -88,6 +100,32 @@ impl<'a> Json<'a> {
             Json::Array(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
             Json::Object(o) => Value::Object(o.into_map()),
         }
+    }
+}
+
+impl Json<'static> {
+    /// A `serde_json::Value` as a `Json` that owns its strings.
+    pub fn from_value(value: Value) -> Self {
+        match value {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(b),
+            Value::Number(n) => Json::Number(n),
+            Value::String(s) => Json::String(Cow::Owned(s)),
+            Value::Array(items) => Json::Array(items.into_iter().map(Json::from_value).collect()),
+            Value::Object(map) => Json::Object(Object::from_map(map)),
+        }
+    }
+}
+
+impl Object<'static> {
+    /// A `serde_json::Map` as an [`Object`] that owns its strings (members
+    /// in the map's order).
+    pub fn from_map(map: Map<String, Value>) -> Self {
+        let members = map
+            .into_iter()
+            .map(|(k, v)| (Cow::Owned(k), Json::from_value(v)))
+            .collect();
+        Self { members }
     }
 }
 
@@ -131,6 +169,14 @@ impl<'a> Object<'a> {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
+    }
+
+    /// A copy of the object as a `serde_json::Map`.
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.members
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect()
     }
 
     /// The same object as a `serde_json::Map`.

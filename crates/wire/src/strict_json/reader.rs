@@ -423,22 +423,37 @@ fn word_has_special(word: u64) -> bool {
 /// The position of the first quote, backslash or control character at or
 /// after `at` (or the length): eight bytes at a time while none is in
 /// sight, then byte by byte.
-fn next_special(bytes: &[u8], mut at: usize) -> usize {
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+fn next_special(bytes: &[u8], at: usize) -> usize {
+    let rest = bytes.get(at..).unwrap_or_default();
+    let mut skipped = 0;
+    for chunk in rest.chunks_exact(8) {
+        let word = u64::from_le_bytes([
+            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
+        ]);
         if word_has_special(word) {
             break;
         }
-        at += 8;
+        skipped += 8;
     }
-    while let Some(&b) = bytes.get(at) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            break;
-        }
-        at += 1;
-    }
-    at
+    let tail = rest[skipped..]
+        .iter()
+        .position(|&b| SPECIAL[usize::from(b)])
+        .unwrap_or(rest.len() - skipped);
+    at + skipped + tail
 }
+
+/// Bytes that end a run of plain string text.
+static SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 #[cfg(test)]
 mod tests {
