@@ -499,11 +499,18 @@ mod tests {
             "", "a", "%", "%4", "%41", "%4a", "%zz", "%%41", "+", "%2B", "a+b", "a%20b", "%FF",
             "%C3%A9", "é", "%c3%a9x", "a/b", "%2F",
         ];
-        let wanted = ["", "a", "%", "%4", "A", "J", "%zz", "%A", " ", "+", "a b", "a+b", "é", "éx", "a/b", "/"];
+        let wanted = [
+            "", "a", "%", "%4", "A", "J", "%zz", "%A", " ", "+", "a b", "a+b", "é", "éx", "a/b",
+            "/",
+        ];
         for e in encoded {
             for w in wanted {
                 let path = decode(e).ok().is_some_and(|d| d == w);
-                assert_eq!(decodes_to(e, w, false), path, "{e:?} as a path segment, {w:?}");
+                assert_eq!(
+                    decodes_to(e, w, false),
+                    path,
+                    "{e:?} as a path segment, {w:?}"
+                );
                 let form = decode_form(e).ok().is_some_and(|d| d == w);
                 assert_eq!(decodes_to(e, w, true), form, "{e:?} in a query, {w:?}");
             }

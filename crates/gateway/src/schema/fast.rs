@@ -140,7 +140,9 @@ impl FastSchema {
 
     /// Whether `arguments` certainly pass the schema.
     pub(super) fn is_valid(&self, arguments: &Object<'_>) -> bool {
-        self.required.iter().all(|name| arguments.contains_key(name))
+        self.required
+            .iter()
+            .all(|name| arguments.contains_key(name))
             && arguments.iter().all(|(name, value)| {
                 self.properties
                     .iter()
