@@ -6,7 +6,7 @@
 //! ```text
 //! bytes ─▶ portcullis_wire (frame → utf8 → strict_json → rpc) -> RpcMessage
 //!       ─▶ mcp::admit(&mut SessionState, RpcMessage)    -> McpRequest | Refusal
-//!       ─▶ schema::check(&ToolSpec, arguments)          -> CheckedCall | SchemaError
+//!       ─▶ schema::check_arguments(&ToolSpec, arguments) -> CheckedCall | SchemaError
 //!       ─▶ authz::authorize(&CheckedCall, &SecretStore) -> AuthorizedAction | Denial
 //!       ─▶ Effect::Execute { ticket, line, action }     ─▶ executor::Executor
 //! ```

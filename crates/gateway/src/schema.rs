@@ -9,18 +9,32 @@
 use std::fmt;
 use std::sync::Arc;
 
+use portcullis_wire::Object;
 use portcullis_wire::strict_json::display_name;
 
 use crate::policy::ToolSpec;
 use serde_json::{Map, Value};
+
+mod fast;
+
+use self::fast::FastSchema;
 
 /// The schema stage: check `arguments` against `tool`'s compiled input
 /// schema.
 pub fn check(
     tool: &ToolSpec,
     arguments: Map<String, Value>,
-) -> Result<CheckedCall<'_>, SchemaError> {
-    let arguments = tool.schema.check(&tool.name, arguments)?;
+) -> Result<CheckedCall<'_, 'static>, SchemaError> {
+    check_arguments(tool, Object::from_map(arguments))
+}
+
+/// [`check`] for arguments borrowed from the frame, as the session reads
+/// them: the call keeps them borrowed on to authorization.
+pub fn check_arguments<'p, 'a>(
+    tool: &'p ToolSpec,
+    arguments: Object<'a>,
+) -> Result<CheckedCall<'p, 'a>, SchemaError> {
+    tool.schema.check_object(&tool.name, &arguments)?;
     Ok(CheckedCall { tool, arguments })
 }
 
@@ -72,19 +86,19 @@ pub struct KeywordFailure {
 /// A call to a policy tool whose arguments passed the tool's input schema.
 /// Only [`check`] makes one; authorization takes nothing else.
 #[derive(Debug, Clone)]
-pub struct CheckedCall<'p> {
+pub struct CheckedCall<'p, 'a> {
     tool: &'p ToolSpec,
-    arguments: Map<String, Value>,
+    arguments: Object<'a>,
 }
 
-impl<'p> CheckedCall<'p> {
+impl<'p, 'a> CheckedCall<'p, 'a> {
     /// The tool, as the policy defines it.
     pub fn tool(&self) -> &'p ToolSpec {
         self.tool
     }
 
     /// The checked arguments.
-    pub fn arguments(&self) -> &Map<String, Value> {
+    pub fn arguments(&self) -> &Object<'a> {
         &self.arguments
     }
 }
@@ -94,6 +108,9 @@ impl<'p> CheckedCall<'p> {
 pub struct ToolSchema {
     document: Value,
     validator: Arc<jsonschema::Validator>,
+    /// The same verdict without building a `Value`, for schemas in the
+    /// subset [`fast`] decides.
+    fast: Option<Arc<FastSchema>>,
 }
 
 impl fmt::Debug for ToolSchema {
@@ -132,10 +149,31 @@ impl ToolSchema {
             .should_validate_formats(true)
             .build(&document)
             .map_err(|err| format!("not a valid JSON Schema 2020-12: {err}"))?;
+        let fast = FastSchema::compile(&document).map(Arc::new);
         Ok(Self {
             document,
             validator: Arc::new(validator),
+            fast,
         })
+    }
+
+    /// Whether calls are decided without building a `Value` (the schema is
+    /// in the subset [`fast`] decides); otherwise jsonschema decides.
+    pub fn has_fast_path(&self) -> bool {
+        self.fast.is_some()
+    }
+
+    /// [`ToolSchema::check`] of borrowed arguments, which stay where they
+    /// are. A schema in the fast subset decides the verdict without
+    /// jsonschema seeing the whole call; a failing call is described by
+    /// jsonschema all the same.
+    pub fn check_object(&self, tool: &str, arguments: &Object<'_>) -> Result<(), SchemaError> {
+        if let Some(fast) = &self.fast
+            && fast.is_valid(arguments)
+        {
+            return Ok(());
+        }
+        self.check(tool, arguments.to_map()).map(drop)
     }
 
     /// The normalized schema, as advertised in `tools/list`.

@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use portcullis_wire::{Json, Object};
 
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,20 +120,17 @@ impl Template {
     /// their text; any other type (or a missing argument) is an error, since
     /// the policy validator only lets required string or integer properties
     /// into templates.
-    pub fn expand(&self, args: &Map<String, Value>) -> Result<String, ExpandError> {
+    pub fn expand(&self, args: &Object<'_>) -> Result<String, ExpandError> {
         self.expand_escaped(args, |text, out| out.push_str(text))
     }
 
     /// [`Template::expand`], borrowing the text when the template is one
     /// literal or one string argument (the common case, and no copy).
-    pub fn expand_cow<'a>(
-        &'a self,
-        args: &'a Map<String, Value>,
-    ) -> Result<Cow<'a, str>, ExpandError> {
+    pub fn expand_cow<'a>(&'a self, args: &'a Object<'_>) -> Result<Cow<'a, str>, ExpandError> {
         match self.0.as_slice() {
             [Piece::Lit(s)] => Ok(Cow::Borrowed(s)),
             [Piece::Arg(name)] => match args.get(name) {
-                Some(Value::String(s)) => Ok(Cow::Borrowed(s)),
+                Some(Json::String(s)) => Ok(Cow::Borrowed(s)),
                 _ => self.expand(args).map(Cow::Owned),
             },
             _ => self.expand(args).map(Cow::Owned),
@@ -145,7 +142,7 @@ impl Template {
     /// anything that needs escaping).
     pub fn expand_escaped(
         &self,
-        args: &Map<String, Value>,
+        args: &Object<'_>,
         escape: impl Fn(&str, &mut String),
     ) -> Result<String, ExpandError> {
         let mut out = String::new();
@@ -157,7 +154,7 @@ impl Template {
     /// may hold part of the expansion).
     pub fn expand_escaped_into(
         &self,
-        args: &Map<String, Value>,
+        args: &Object<'_>,
         out: &mut String,
         escape: impl Fn(&str, &mut String),
     ) -> Result<(), ExpandError> {
@@ -165,8 +162,8 @@ impl Template {
             match piece {
                 Piece::Lit(s) => out.push_str(s),
                 Piece::Arg(name) => match args.get(name) {
-                    Some(Value::String(s)) => escape(s, out),
-                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+                    Some(Json::String(s)) => escape(s, out),
+                    Some(Json::Number(n)) if n.is_i64() || n.is_u64() => {
                         escape(&n.to_string(), out)
                     }
                     Some(_) => return Err(ExpandError::NotScalar(name.clone())),

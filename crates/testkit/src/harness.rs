@@ -319,13 +319,37 @@ pub fn stdout_frames(data: &[u8]) {
     assert_eq!(report.actions.len(), 1);
 }
 
-/// Differential: any text the strict parser accepts, serde_json accepts with
-/// an equal value, and it has no duplicate keys (by an independent check).
+/// Differential: the strict reader and the reference reading through
+/// serde_json give the same verdict, value and reason; any text the strict
+/// parser accepts, serde_json accepts with an equal value, and it has no
+/// duplicate keys (by an independent check).
 pub fn strict_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
     let strict = parse_value(text, &Limits::default());
+    let reference = portcullis_wire::strict_json::reference::parse_value(text, &Limits::default());
+    match (&strict, &reference) {
+        (Ok(mine), Ok(theirs)) => assert_eq!(
+            mine, theirs,
+            "the reader and the reference read different values"
+        ),
+        (Err(mine), Err(theirs)) => assert_eq!(mine.reason, theirs.reason),
+        (Ok(_), Err(r)) => panic!(
+            "the reader accepted what the reference refuses: {}",
+            r.reason
+        ),
+        (Err(r), Ok(_)) => panic!(
+            "the reader refused what the reference accepts: {}",
+            r.reason
+        ),
+    }
+    let message = portcullis_wire::parse_message_borrowed(text, &Limits::default());
+    assert_eq!(
+        matches!(&message, Err(r) if r.stage == portcullis_wire::Stage::Json),
+        reference.is_err(),
+        "the envelope reader decides the JSON stage differently"
+    );
     let lenient = serde_json::from_str::<Value>(text);
     if let Ok(value) = strict {
         match lenient {

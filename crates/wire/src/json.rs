@@ -1,10 +1,9 @@
 //! A strict JSON value that borrows its strings from the frame text.
 //!
-//! [`Json`] is what [`crate::strict_json`] builds where the gateway reads a
-//! message rather than keeping it: `params` in the envelope. It holds the
-//! same value a `serde_json::Value` would, under the same I-JSON rules
-//! (the visitor below applies the checks [`crate::strict_json`] defines:
-//! duplicate keys compared after unescaping, the depth limit, exact
+//! [`Json`] is what [`crate::strict_json`]'s reader builds: `params` in the
+//! envelope, and any value [`crate::strict_json::parse_json`] reads. It
+//! holds the same value a `serde_json::Value` would, under the same I-JSON
+//! rules (duplicate keys compared after unescaping, the depth limit, exact
 //! integers, finite numbers), but strings and keys are borrowed unless
 //! they held escapes, and objects are member lists in input order rather
 //! than `BTreeMap`s: a `tools/call` costs a few vectors instead of a node
@@ -12,13 +11,8 @@
 //! one is needed (the schema validator), [`Object::into_map`] the `Map`.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
-use std::fmt;
 
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
-
-use crate::strict_json::{check_float, check_integer, display_name};
 
 /// One strict JSON value, strings borrowed from the text where they can be.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +78,18 @@ impl<'a> Json<'a> {
         matches!(self, Json::String(_))
     }
 
+    /// A copy of the value as a `serde_json::Value`.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String(s.to_string()),
+            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
+            Json::Object(o) => Value::Object(o.to_map()),
+        }
+    }
+
     /// The same value as a `serde_json::Value`.
     pub fn into_value(self) -> Value {
         match self {
@@ -97,7 +103,38 @@ impl<'a> Json<'a> {
     }
 }
 
+impl Json<'static> {
+    /// A `serde_json::Value` as a `Json` that owns its strings.
+    pub fn from_value(value: Value) -> Self {
+        match value {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(b),
+            Value::Number(n) => Json::Number(n),
+            Value::String(s) => Json::String(Cow::Owned(s)),
+            Value::Array(items) => Json::Array(items.into_iter().map(Json::from_value).collect()),
+            Value::Object(map) => Json::Object(Object::from_map(map)),
+        }
+    }
+}
+
+impl Object<'static> {
+    /// A `serde_json::Map` as an [`Object`] that owns its strings (members
+    /// in the map's order).
+    pub fn from_map(map: Map<String, Value>) -> Self {
+        let members = map
+            .into_iter()
+            .map(|(k, v)| (Cow::Owned(k), Json::from_value(v)))
+            .collect();
+        Self { members }
+    }
+}
+
 impl<'a> Object<'a> {
+    /// An object of these members; the reader has refused duplicates.
+    pub(crate) fn from_members(members: Vec<(Cow<'a, str>, Json<'a>)>) -> Self {
+        Self { members }
+    }
+
     /// The value of member `key`.
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
@@ -134,152 +171,19 @@ impl<'a> Object<'a> {
         self.members.is_empty()
     }
 
+    /// A copy of the object as a `serde_json::Map`.
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.members
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect()
+    }
+
     /// The same object as a `serde_json::Map`.
     pub fn into_map(self) -> Map<String, Value> {
         self.members
             .into_iter()
             .map(|(k, v)| (k.into_owned(), v.into_value()))
             .collect()
-    }
-}
-
-/// Objects with more members than this find duplicates through a hash set
-/// rather than by scanning the members read so far, so a frame full of keys
-/// costs linear time.
-const LINEAR_DUPLICATE_SCAN: usize = 16;
-
-/// Seed for any strict [`Json`]; `remaining` is how many more levels of
-/// arrays or objects may open (as in [`crate::strict_json`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StrictJson {
-    pub(crate) remaining: usize,
-}
-
-impl StrictJson {
-    fn enter<E: de::Error>(self) -> Result<Self, E> {
-        if self.remaining == 0 {
-            Err(E::custom("nesting exceeds the depth limit"))
-        } else {
-            Ok(Self {
-                remaining: self.remaining - 1,
-            })
-        }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for StrictJson {
-    type Value = Json<'de>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Json<'de>, D::Error> {
-        de.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for StrictJson {
-    type Value = Json<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Json<'de>, E> {
-        Ok(Json::Bool(v))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Json<'de>, E> {
-        check_integer(v.into())?;
-        Ok(Json::Number(v.into()))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Json<'de>, E> {
-        check_integer(v.into())?;
-        Ok(Json::Number(v.into()))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Json<'de>, E> {
-        check_float(v).map(Json::Number)
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Borrowed(v)))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(v.to_owned())))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Json<'de>, E> {
-        Ok(Json::String(Cow::Owned(v)))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Json<'de>, E> {
-        Ok(Json::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let child = self.enter()?;
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(child)? {
-            items.push(item);
-        }
-        Ok(Json::Array(items))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let child = self.enter()?;
-        let mut members: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
-        let mut seen: Option<HashSet<Cow<'de, str>>> = None;
-        while let Some(key) = map.next_key_seed(KeySeed)? {
-            let duplicate = match &mut seen {
-                Some(seen) => !seen.insert(key.clone()),
-                None if members.len() < LINEAR_DUPLICATE_SCAN => {
-                    members.iter().any(|(k, _)| *k == key)
-                }
-                None => {
-                    let set = seen.insert(members.iter().map(|(k, _)| k.clone()).collect());
-                    !set.insert(key.clone())
-                }
-            };
-            if duplicate {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate object key {}",
-                    display_name(&key)
-                )));
-            }
-            let value = map.next_value_seed(child)?;
-            members.push((key, value));
-        }
-        Ok(Json::Object(Object { members }))
-    }
-}
-
-/// A member name, borrowed unless it held escapes.
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
-        de.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v))
     }
 }

@@ -102,6 +102,15 @@ fn decide(bytes: &[u8]) -> Decision {
         "parse_value and parse_json disagree on {:?}",
         String::from_utf8_lossy(bytes)
     );
+    // The reference reading through serde_json decides every case alike.
+    let reference = utf8::decode(bytes)
+        .and_then(|text| strict_json::reference::parse_value(text, &Limits::default()));
+    assert_eq!(
+        value.as_ref().ok(),
+        reference.as_ref().ok(),
+        "the reader and the reference disagree on {:?}",
+        String::from_utf8_lossy(bytes)
+    );
     match value {
         Ok(_) => Decision::Accept,
         Err(_) => Decision::Reject,

@@ -119,7 +119,7 @@ impl Wrap {
         line: u64,
         method: &str,
         params: Option<Map<String, Value>>,
-        request: McpRequest,
+        request: McpRequest<'_>,
         effects: &mut Vec<Effect>,
     ) {
         match request {
@@ -140,7 +140,7 @@ impl Wrap {
                 self.forward(line, id, method, params.as_ref(), Asked::Other, effects);
             }
             McpRequest::ToolsCall { id, revision, call } => {
-                match self.tools.check_call(&call.name, call.arguments) {
+                match self.tools.check_call(&call.name, call.arguments.into_map()) {
                     Ok(()) => {
                         self.forward(line, id, method, params.as_ref(), Asked::Other, effects)
                     }
@@ -149,7 +149,7 @@ impl Wrap {
                         let text = denial.to_string();
                         effects.push(Effect::Audit(AuditRecord::CallDenied {
                             line,
-                            tool: call.name.clone(),
+                            tool: call.name.to_string(),
                             reason: text.clone(),
                         }));
                         if matches!(denial, crate::tools::Denial::Changed(_)) {

@@ -96,7 +96,7 @@ pub enum Denial {
 /// Decide whether `call` may run, and if so build its action, with the
 /// credential its tool names taken from `secrets`.
 pub fn authorize(
-    call: &CheckedCall<'_>,
+    call: &CheckedCall<'_, '_>,
     secrets: &SecretStore,
 ) -> Result<AuthorizedAction, Denial> {
     let tool = call.tool();
@@ -132,7 +132,7 @@ fn make(tool: &ToolSpec, target: ActionTarget, credential: Option<Secret>) -> Au
 /// UTF-8 and no other character's bytes fall in their range.)
 fn expand<'c>(
     t: &'c Template,
-    call: &'c CheckedCall<'_>,
+    call: &'c CheckedCall<'_, '_>,
     component: Component,
 ) -> Result<Cow<'c, str>, Denial> {
     let text = t.expand_cow(call.arguments())?;
@@ -164,7 +164,7 @@ fn has_control(bytes: &[u8]) -> bool {
 /// space. Encoded arguments hold no raw '+'.
 fn push_escaped(
     t: &Template,
-    call: &CheckedCall<'_>,
+    call: &CheckedCall<'_, '_>,
     out: &mut String,
     form: bool,
 ) -> Result<(), Denial> {
@@ -202,7 +202,7 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
-fn http(spec: &HttpSpec, call: &CheckedCall<'_>) -> Result<HttpRequest, Denial> {
+fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Denial> {
     // A literal host was normalized, and found in the allowlist, at load.
     let host: Cow<'_, str> = match &spec.literal_origin {
         Some(origin) => Cow::Borrowed(&origin.host),
@@ -338,30 +338,66 @@ fn faithful(
         .strip_prefix('/')
         .ok_or(Denial::Unfaithful("the path lost its root"))?;
     let expected_count = segments.len().max(1);
-    if built.split('/').count() != expected_count {
+    if pieces(built, b'/') != expected_count {
         return Err(Denial::Unfaithful("the path has a different segment count"));
     }
     for (got, want) in built.split('/').zip(segments) {
-        if decode(got)? != *want {
+        if !decodes_to(got, want, false) {
+            decode(got)?;
             return Err(Denial::Unfaithful("a path segment changed"));
         }
     }
-    let pairs = || query_text.into_iter().flat_map(|q| q.split('&'));
-    if pairs().count() != query.len() {
+    let pair_count = query_text.map_or(0, |q| pieces(q, b'&'));
+    if pair_count != query.len() {
         return Err(Denial::Unfaithful("the query has different keys"));
     }
-    for (pair, (key, value)) in pairs().zip(query) {
+    let pairs = query_text.into_iter().flat_map(|q| q.split('&'));
+    for (pair, (key, value)) in pairs.zip(query) {
         let (k, v) = pair
             .split_once('=')
             .ok_or(Denial::Unfaithful("a query pair lost its value"))?;
-        if decode_form(k)? != *key {
+        if !decodes_to(k, key, true) {
+            decode_form(k)?;
             return Err(Denial::Unfaithful("the query has different keys"));
         }
-        if decode_form(v)? != *value {
+        if !decodes_to(v, value, true) {
+            decode_form(v)?;
             return Err(Denial::Unfaithful("a query value changed"));
         }
     }
     Ok(())
+}
+
+/// How many pieces `text` splits into at `separator`.
+fn pieces(text: &str, separator: u8) -> usize {
+    text.bytes().filter(|&b| b == separator).count() + 1
+}
+
+/// Whether `encoded`, percent-decoded (and with `+` read as a space in a
+/// query, `form`), is exactly `want`: the decoding [`decode`] and
+/// [`decode_form`] do, compared as it goes instead of building the decoded
+/// text. A `%` not followed by two hex digits stands for itself, as in
+/// `percent_decode`.
+fn decodes_to(encoded: &str, want: &str, form: bool) -> bool {
+    let (encoded, want) = (encoded.as_bytes(), want.as_bytes());
+    let hex = |b: Option<&u8>| b.and_then(|b| char::from(*b).to_digit(16));
+    let (mut at, mut matched) = (0, 0);
+    while let Some(&b) = encoded.get(at) {
+        let (byte, width) = match b {
+            b'%' => match (hex(encoded.get(at + 1)), hex(encoded.get(at + 2))) {
+                (Some(high), Some(low)) => ((high * 16 + low) as u8, 3),
+                _ => (b'%', 1),
+            },
+            b'+' if form => (b' ', 1),
+            other => (other, 1),
+        };
+        if want.get(matched) != Some(&byte) {
+            return false;
+        }
+        at += width;
+        matched += 1;
+    }
+    matched == want.len()
 }
 
 /// The host and port a URL must carry.
@@ -413,7 +449,7 @@ fn decode_form(text: &str) -> Result<Cow<'_, str>, Denial> {
     }
 }
 
-fn ssh(spec: &SshSpec, call: &CheckedCall<'_>) -> Result<SshCommand, Denial> {
+fn ssh(spec: &SshSpec, call: &CheckedCall<'_, '_>) -> Result<SshCommand, Denial> {
     if !spec
         .allow
         .iter()
@@ -455,6 +491,30 @@ mod tests {
         let query: Vec<(&str, Cow<'_, str>)> =
             query.iter().map(|(k, v)| (*k, Cow::Borrowed(*v))).collect();
         faithful(&Url::parse(url).unwrap(), "http", target, &segments, &query)
+    }
+
+    #[test]
+    fn comparing_while_decoding_agrees_with_decoding_then_comparing() {
+        let encoded = [
+            "", "a", "%", "%4", "%41", "%4a", "%zz", "%%41", "+", "%2B", "a+b", "a%20b", "%FF",
+            "%C3%A9", "é", "%c3%a9x", "a/b", "%2F",
+        ];
+        let wanted = [
+            "", "a", "%", "%4", "A", "J", "%zz", "%A", " ", "+", "a b", "a+b", "é", "éx", "a/b",
+            "/",
+        ];
+        for e in encoded {
+            for w in wanted {
+                let path = decode(e).ok().is_some_and(|d| d == w);
+                assert_eq!(
+                    decodes_to(e, w, false),
+                    path,
+                    "{e:?} as a path segment, {w:?}"
+                );
+                let form = decode_form(e).ok().is_some_and(|d| d == w);
+                assert_eq!(decodes_to(e, w, true), form, "{e:?} in a query, {w:?}");
+            }
+        }
     }
 
     #[test]

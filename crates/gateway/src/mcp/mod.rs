@@ -106,7 +106,7 @@ impl SessionState {
 
 /// An admitted message, typed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum McpRequest {
+pub enum McpRequest<'a> {
     /// A first `initialize`; the session is now legacy at `revision`.
     Initialize {
         /// Request id.
@@ -141,8 +141,8 @@ pub enum McpRequest {
         id: Id,
         /// Revision to answer in.
         revision: Revision,
-        /// Tool name and arguments.
-        call: ToolsCall,
+        /// Tool name and arguments, borrowed from the frame.
+        call: ToolsCall<'a>,
     },
     /// A well-formed request for a method this gateway does not serve: an
     /// answer (method not found), not a rejection, since clients probe.
@@ -160,10 +160,10 @@ pub enum McpRequest {
 }
 
 /// The MCP stage: admit `message` into the session `state` or refuse it.
-pub fn admit(
+pub fn admit<'a>(
     state: &mut SessionState,
-    message: RpcMessage<'_, Object<'_>>,
-) -> Result<McpRequest, Refusal> {
+    message: RpcMessage<'a, Object<'a>>,
+) -> Result<McpRequest<'a>, Refusal> {
     match message {
         RpcMessage::Response { .. } | RpcMessage::Error { .. } => Err(Refusal::new(
             INVALID_REQUEST,
@@ -180,7 +180,7 @@ fn notification(
     state: &SessionState,
     method: &str,
     params: Option<&Object<'_>>,
-) -> Result<McpRequest, Refusal> {
+) -> Result<McpRequest<'static>, Refusal> {
     if REQUEST_METHODS.contains(&method) {
         return Err(Refusal::new(
             INVALID_REQUEST,
@@ -204,12 +204,12 @@ fn notification(
     }
 }
 
-fn request(
+fn request<'a>(
     state: &mut SessionState,
     id: Id,
     method: &str,
-    params: Option<Object<'_>>,
-) -> Result<McpRequest, Refusal> {
+    params: Option<Object<'a>>,
+) -> Result<McpRequest<'a>, Refusal> {
     if let Some(len) = state.overlong(&id) {
         let message = format!(
             "request id too long: {len} bytes, at most {} (server.max_id_bytes)",
@@ -303,12 +303,12 @@ fn initialize(state: &mut SessionState, params: Option<&Object<'_>>) -> Result<R
     Ok(revision)
 }
 
-fn route(
+fn route<'a>(
     id: Id,
     method: &str,
-    params: Option<Object<'_>>,
+    params: Option<Object<'a>>,
     revision: Revision,
-) -> Result<McpRequest, Refusal> {
+) -> Result<McpRequest<'a>, Refusal> {
     Ok(match method {
         "initialize" => McpRequest::Initialize { id, revision },
         "ping" => McpRequest::Ping { id, revision },

@@ -2,8 +2,9 @@
 //! with a [`Refusal`] naming what is wrong, never echoing argument values.
 
 use portcullis_wire::codes::INVALID_PARAMS;
+use std::borrow::Cow;
+
 use portcullis_wire::{Id, Json, Object};
-use serde_json::{Map, Value};
 
 use super::Refusal;
 
@@ -46,29 +47,29 @@ pub fn initialize_params(params: Option<&Object<'_>>) -> Result<Initialize, Refu
     })
 }
 
-/// A parsed `tools/call`.
+/// A parsed `tools/call`, borrowing from the frame.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolsCall {
+pub struct ToolsCall<'a> {
     /// The tool name.
-    pub name: String,
+    pub name: Cow<'a, str>,
     /// The arguments (an empty object when omitted).
-    pub arguments: Map<String, Value>,
+    pub arguments: Object<'a>,
 }
 
 /// Parse `tools/call` params. Members beyond `name`, `arguments` and
 /// `_meta` are refused: a call the gateway does not fully understand is
 /// not executed.
-pub fn tools_call_params(params: Option<Object<'_>>) -> Result<ToolsCall, Refusal> {
+pub fn tools_call_params(params: Option<Object<'_>>) -> Result<ToolsCall<'_>, Refusal> {
     let mut params =
         params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "tools/call requires params"))?;
     let name = match params.remove("name") {
-        Some(Json::String(name)) => name.into_owned(),
+        Some(Json::String(name)) => name,
         Some(_) => return Err(Refusal::new(INVALID_PARAMS, "params.name must be a string")),
         None => return Err(Refusal::new(INVALID_PARAMS, "params.name is required")),
     };
     let arguments = match params.remove("arguments") {
-        None => Map::new(),
-        Some(Json::Object(a)) => a.into_map(),
+        None => Object::default(),
+        Some(Json::Object(a)) => a,
         Some(_) => {
             return Err(Refusal::new(
                 INVALID_PARAMS,

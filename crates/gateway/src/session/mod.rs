@@ -168,7 +168,13 @@ impl Core {
         }
     }
 
-    fn serve(&mut self, line: u64, frame: &[u8], request: McpRequest, effects: &mut Vec<Effect>) {
+    fn serve(
+        &mut self,
+        line: u64,
+        frame: &[u8],
+        request: McpRequest<'_>,
+        effects: &mut Vec<Effect>,
+    ) {
         match request {
             McpRequest::Initialize { id, revision } => {
                 let result = reply::initialize(&self.policy, revision);
@@ -212,14 +218,14 @@ impl Core {
         frame: &[u8],
         id: Id,
         revision: Revision,
-        call: mcp::ToolsCall,
+        call: mcp::ToolsCall<'_>,
         effects: &mut Vec<Effect>,
     ) {
         let policy = Arc::clone(&self.policy);
         let Some(tool) = policy.tool(&call.name) else {
             return self.refuse_mcp(line, frame, mcp::unknown_tool(id), effects);
         };
-        let verdict = schema::check(tool, call.arguments)
+        let verdict = schema::check_arguments(tool, call.arguments)
             .map_err(|e| (Stage::Schema, e.to_string()))
             .and_then(|checked| {
                 authz::authorize(&checked, &self.secrets)

@@ -134,7 +134,7 @@ pub fn checked<'p>(
     policy: &'p BoundPolicy,
     tool: &str,
     args: Value,
-) -> Result<CheckedCall<'p>, SchemaError> {
+) -> Result<CheckedCall<'p, 'static>, SchemaError> {
     let Value::Object(args) = args else {
         panic!("arguments are an object: {args}")
     };

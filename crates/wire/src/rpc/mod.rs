@@ -1,9 +1,9 @@
 //! JSON-RPC 2.0 classification of one strict JSON frame.
 //!
-//! The top-level object is read into a typed, borrowed envelope rather than
-//! a `Value`: `jsonrpc` and `method` borrow from the frame, `id` is typed as
-//! it is read, `params` becomes a [`Json`] borrowing from the frame, and only
-//! `result` and `error` become values. The
+//! The top-level object is read by the strict reader into a typed, borrowed
+//! envelope rather than a `Value`: `jsonrpc` and `method` borrow from the
+//! frame, `id` is typed as it is read, `params` stays a [`Json`] borrowing
+//! from the frame, and only `result` and `error` become values. The
 //! envelope never fails on a wrong member type; it records it, so that the
 //! JSON stage (syntax, duplicates, depth, numbers) is fully decided before
 //! the message shape is judged and the request id can be echoed when the
@@ -23,13 +23,11 @@ use crate::codes::INVALID_REQUEST;
 use crate::json::{Json, Object};
 use crate::limits::Limits;
 use crate::rejection::{Rejection, Stage};
-use crate::strict_json::{display_name, parse_with};
+use crate::strict_json::{display_name, refusal};
 
 pub use crate::id::Id;
 
 mod envelope;
-
-use self::envelope::EnvelopeSeed;
 
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,8 +127,8 @@ pub fn parse_message_borrowed<'a>(
     text: &'a str,
     limits: &Limits,
 ) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
-    let depth = limits.effective_depth();
-    let envelope = parse_with(text, EnvelopeSeed { remaining: depth })?;
+    let envelope = envelope::read(text, limits.effective_depth())
+        .map_err(|fault| refusal(text, limits, fault))?;
     classify(envelope).map_err(|(reason, id)| {
         Rejection::new(Stage::Rpc, INVALID_REQUEST, reason, text.as_bytes()).with_id(id)
     })
@@ -157,12 +155,12 @@ struct Members<'a> {
     params: Option<Json<'a>>,
     result: Option<Value>,
     error: Option<Value>,
-    unknown: Vec<String>,
+    unknown: Vec<Cow<'a, str>>,
 }
 
 #[derive(Debug)]
 enum Envelope<'a> {
-    Object(Box<Members<'a>>),
+    Object(Members<'a>),
     Array,
     Scalar(&'static str),
 }
@@ -171,7 +169,7 @@ type ShapeError = (String, Option<Id>);
 
 fn classify(envelope: Envelope<'_>) -> Result<RpcMessage<'_, Object<'_>>, ShapeError> {
     let members = match envelope {
-        Envelope::Object(members) => *members,
+        Envelope::Object(members) => members,
         Envelope::Array => return Err(("batches (JSON arrays) are not supported".into(), None)),
         Envelope::Scalar(kind) => {
             return Err((format!("message is {kind}, not a JSON-RPC object"), None));

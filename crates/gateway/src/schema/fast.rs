@@ -1,0 +1,184 @@
+//! The schema subset decided without handing jsonschema the whole call:
+//! a root that is exactly an object of named properties —
+//! `type: "object"`, `properties`, `required`, `additionalProperties:
+//! false` and annotations — whose property schemas use only keywords that
+//! look at the property's own value (`type`, `pattern`, `enum`, bounds,
+//! `format`...).
+//!
+//! For such a root, JSON Schema 2020-12 makes the verdict a conjunction:
+//! every required name present, every member named in `properties`, every
+//! member's value valid against its own property schema. The member
+//! checks stay jsonschema's: each property schema is compiled alone, with
+//! the same options as the whole, and sees only its member's value (a
+//! property that is only `type: "string"` is a type test). So no regex,
+//! format or number rule is reimplemented here, and a `Value` is built per
+//! checked member, not per call.
+//!
+//! The fast path only ever says yes: a call it does not accept goes to the
+//! whole-schema validator, which decides and describes the failure. A
+//! property test holds the two to the same verdict.
+
+use std::collections::BTreeSet;
+
+use portcullis_wire::{Json, Object};
+use serde_json::{Map, Value};
+
+/// Root keywords of the subset (annotations have no say in a verdict).
+const ROOT_KEYWORDS: [&str; 7] = [
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "title",
+    "description",
+    "$comment",
+];
+
+/// Property keywords that constrain only the property's own value.
+const PROPERTY_KEYWORDS: [&str; 19] = [
+    "type",
+    "enum",
+    "const",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "title",
+    "description",
+    "$comment",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+];
+
+/// Annotations: keywords that never fail a value.
+const ANNOTATIONS: [&str; 7] = [
+    "title",
+    "description",
+    "$comment",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+];
+
+/// A compiled root of the subset.
+pub(super) struct FastSchema {
+    properties: Vec<Property>,
+    required: Vec<String>,
+}
+
+struct Property {
+    name: String,
+    check: Check,
+}
+
+enum Check {
+    /// `type: "string"` and annotations only.
+    IsString,
+    /// Anything else in the subset: the property schema, compiled alone.
+    Validator(jsonschema::Validator),
+}
+
+impl std::fmt::Debug for FastSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FastSchema")
+            .field("required", &self.required)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FastSchema {
+    /// The fast form of a normalized tool schema, or `None` when it is
+    /// outside the subset (jsonschema then decides every call).
+    pub(super) fn compile(document: &Value) -> Option<Self> {
+        let root = document.as_object()?;
+        if !root.keys().all(|k| ROOT_KEYWORDS.contains(&k.as_str()))
+            || root.get("type")? != "object"
+            || root.get("additionalProperties")? != &Value::Bool(false)
+        {
+            return None;
+        }
+        let required: Vec<String> = match root.get("required") {
+            None => Vec::new(),
+            Some(Value::Array(names)) => names
+                .iter()
+                .map(|n| n.as_str().map(str::to_owned))
+                .collect::<Option<_>>()?,
+            Some(_) => return None,
+        };
+        let unique: BTreeSet<&String> = required.iter().collect();
+        if unique.len() != required.len() {
+            return None;
+        }
+        let empty = Map::new();
+        let properties = match root.get("properties") {
+            None => &empty,
+            Some(Value::Object(properties)) => properties,
+            Some(_) => return None,
+        };
+        let properties = properties
+            .iter()
+            .map(|(name, schema)| {
+                Some(Property {
+                    name: name.clone(),
+                    check: Check::compile(schema.as_object()?)?,
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(Self {
+            properties,
+            required,
+        })
+    }
+
+    /// Whether `arguments` certainly pass the schema.
+    pub(super) fn is_valid(&self, arguments: &Object<'_>) -> bool {
+        self.required
+            .iter()
+            .all(|name| arguments.contains_key(name))
+            && arguments.iter().all(|(name, value)| {
+                self.properties
+                    .iter()
+                    .find(|p| p.name == name)
+                    .is_some_and(|p| p.check.is_valid(value))
+            })
+    }
+}
+
+impl Check {
+    fn compile(schema: &Map<String, Value>) -> Option<Self> {
+        if !schema
+            .keys()
+            .all(|k| PROPERTY_KEYWORDS.contains(&k.as_str()))
+        {
+            return None;
+        }
+        let only_string_type = schema
+            .iter()
+            .all(|(k, v)| ANNOTATIONS.contains(&k.as_str()) || (k == "type" && v == "string"))
+            && schema.contains_key("type");
+        if only_string_type {
+            return Some(Check::IsString);
+        }
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(&Value::Object(schema.clone()))
+            .ok()?;
+        Some(Check::Validator(validator))
+    }
+
+    fn is_valid(&self, value: &Json<'_>) -> bool {
+        match self {
+            Check::IsString => value.is_string(),
+            Check::Validator(validator) => validator.is_valid(&value.to_value()),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The reference reading of the strict profile: serde_json tokenizes, and
+//! visitors apply the rules ([`super`] lists them). It is the reading the
+//! boundary used before the hand-written [`super::reader`], kept as its
+//! second opinion: the differential property tests, the JSONTestSuite
+//! conformance test and the `strict_json` fuzz target hold the reader to
+//! the same verdict and the same value on every input, and a refusal is
+//! worded by this reading (serde_json's messages, with line and column).
+//!
+//! How the rules are applied here, where serde_json's defaults are not
+//! strict:
+//!
+//! - duplicate keys are found by the visitors, after unescaping;
+//! - depth is counted by the visitors and refused past the limit before
+//!   recursing further;
+//! - trailing content is refused by `Deserializer::end`;
+//! - without `arbitrary_precision` serde_json hands integer-syntax numbers
+//!   beyond 64 bits to the visitors as floats, indistinguishable from
+//!   `1e22`; such a float (integral, beyond the safe range) marks the
+//!   frame, and only a marked frame is scanned for its integer-syntax
+//!   tokens;
+//! - lone surrogate escapes are refused by serde_json when strings are
+//!   decoded, which these visitors always do.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+use super::{MAX_SAFE_INTEGER, display_name};
+use crate::codes::PARSE_ERROR;
+use crate::limits::Limits;
+use crate::rejection::{Rejection, Stage};
+
+/// Parse `text` as exactly one strict JSON value, through serde_json.
+pub fn parse_value(text: &str, limits: &Limits) -> Result<Value, Rejection> {
+    parse_with(text, StrictValue::new(limits.effective_depth()))
+}
+
+/// Run `seed` over the whole of `text`, which must hold one value and
+/// nothing but whitespace after it.
+fn parse_with<'a, S>(text: &'a str, seed: S) -> Result<S::Value, Rejection>
+where
+    S: DeserializeSeed<'a>,
+{
+    BIG_INTEGRAL_FLOAT.set(false);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = seed
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value))
+        .map_err(|err| json_rejection(&err, text.as_bytes()))?;
+    if BIG_INTEGRAL_FLOAT.replace(false) && has_unsafe_integer_token(text) {
+        return Err(Rejection::new(
+            Stage::Json,
+            PARSE_ERROR,
+            "integer beyond ±(2^53−1) cannot be represented exactly",
+            text.as_bytes(),
+        ));
+    }
+    Ok(value)
+}
+
+thread_local! {
+    /// Set when a visitor saw an integral float beyond the safe range: it
+    /// came from either `1e22` (fine) or an integer-syntax token too long for
+    /// 64 bits (refused), and only the text can tell which. A thread-local
+    /// rather than state in every seed, because the seeds are `Copy` and
+    /// shared by the envelope visitors in `rpc`.
+    static BIG_INTEGRAL_FLOAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether `text` holds a number token in integer syntax (no fraction, no
+/// exponent) whose magnitude exceeds ±(2^53−1). Strings are skipped.
+fn has_unsafe_integer_token(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = &bytes[start..i];
+                let integer_syntax = !token.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                let digits = token.strip_prefix(b"-").unwrap_or(token);
+                if integer_syntax && digits.len() >= 16 {
+                    let magnitude = std::str::from_utf8(digits)
+                        .ok()
+                        .and_then(|d| d.parse::<u128>().ok());
+                    if magnitude.is_none_or(|m| m > MAX_SAFE_INTEGER as u128) {
+                        return true;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+fn json_rejection(err: &serde_json::Error, frame: &[u8]) -> Rejection {
+    // serde_json's own messages name positions and categories, never input
+    // content; the visitors' messages below are written the same way.
+    Rejection::new(Stage::Json, PARSE_ERROR, err.to_string(), frame)
+}
+
+/// Seed for any strict JSON value; `remaining` is how many more levels of
+/// arrays or objects may open.
+#[derive(Debug, Clone, Copy)]
+struct StrictValue {
+    remaining: usize,
+}
+
+impl StrictValue {
+    fn new(remaining: usize) -> Self {
+        Self { remaining }
+    }
+
+    fn child(self) -> Self {
+        Self {
+            remaining: self.remaining - 1,
+        }
+    }
+
+    fn enter<E: de::Error>(self) -> Result<Self, E> {
+        if self.remaining == 0 {
+            Err(E::custom("nesting exceeds the depth limit"))
+        } else {
+            Ok(self.child())
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
+        de.deserialize_any(self)
+    }
+}
+
+fn check_integer<E: de::Error>(v: i128) -> Result<(), E> {
+    if v.unsigned_abs() > MAX_SAFE_INTEGER as u128 {
+        Err(E::custom(
+            "integer beyond ±(2^53−1) cannot be represented exactly",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_float<E: de::Error>(v: f64) -> Result<Number, E> {
+    if v.fract() == 0.0 && v.abs() > MAX_SAFE_INTEGER as f64 {
+        BIG_INTEGRAL_FLOAT.set(true);
+    }
+    Number::from_f64(v).ok_or_else(|| E::custom("number is not finite"))
+}
+
+impl<'de> Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        check_integer(v.into())?;
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        check_integer(v.into())?;
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        check_float(v).map(Value::Number)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let child = self.enter()?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(child)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let child = self.enter()?;
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(de::Error::custom(format_args!(
+                    "duplicate object key {}",
+                    display_name(&key)
+                )));
+            }
+            let value = map.next_value_seed(child)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}

@@ -1,0 +1,252 @@
+//! The hand-written strict reader against the reference reading through
+//! serde_json (`strict_json::reference`): on every text, the same verdict,
+//! the same value when both accept, and (since refusals are worded by the
+//! reference) the same reason. The texts are built to sit on the rules'
+//! edges: token soup from fragments that break each rule, valid documents
+//! with a few characters changed, and nesting around the depth limit.
+
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use serde_json::Value;
+
+use portcullis_wire::strict_json::{self, reference};
+use portcullis_wire::{Limits, Stage, parse_message_borrowed};
+
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/reader_differential.txt"
+        )))),
+        ..ProptestConfig::default()
+    }
+}
+
+/// Pieces of JSON text, each valid somewhere and most invalid elsewhere.
+const FRAGMENTS: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    " ",
+    "\t",
+    "\r",
+    "\n",
+    "\u{feff}",
+    "\"a\"",
+    "\"b\"",
+    "\"\\u0061\"",
+    "\"\\u0000\"",
+    "\"\\ud800\"",
+    "\"\\udc00\"",
+    "\"\\ud83d\\ude00\"",
+    "\"\\ud800\\u0041\"",
+    "\"\\ud800\\n\"",
+    "\"\\ud800\\\"",
+    "\"\\x\"",
+    "\"\\/\"",
+    "\"é中😀\"",
+    "\"\u{1}\"",
+    "\"\u{7f}\"",
+    "\"tab\there\"",
+    "\"",
+    "\\",
+    "\"abcdefghijklmnopq\"",
+    "\"abcdefgh\\\"ijklmnop\"",
+    "0",
+    "-0",
+    "1",
+    "-1",
+    "01",
+    "-",
+    "0.5",
+    "1.",
+    ".5",
+    "1e5",
+    "1E+2",
+    "1e-400",
+    "1e400",
+    "-1e400",
+    "1e",
+    "2.5e-3",
+    "1.0",
+    "9007199254740991",
+    "9007199254740992",
+    "-9007199254740991",
+    "-9007199254740992",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-9223372036854775809",
+    "100000000000000000000",
+    "1e22",
+    "true",
+    "false",
+    "null",
+    "tru",
+    "nul",
+    "True",
+    "NaN",
+    "Infinity",
+    "\"jsonrpc\"",
+    "\"2.0\"",
+    "\"id\"",
+    "\"method\"",
+    "\"params\"",
+    "\"result\"",
+    "\"error\"",
+    "\"met\\u0068od\"",
+];
+
+fn soup() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(FRAGMENTS), 0..24).prop_map(|parts| parts.concat())
+}
+
+/// Objects and arrays around the fragments, so the soup also lands inside
+/// well-formed structure.
+fn structured_soup() -> impl Strategy<Value = String> {
+    let member = (soup(), soup()).prop_map(|(k, v)| format!("\"{k}\":{v}"));
+    prop::collection::vec(member, 0..6).prop_map(|members| format!("{{{}}}", members.join(",")))
+}
+
+/// A valid document with a few characters inserted, removed or replaced.
+fn mutated_document() -> impl Strategy<Value = String> {
+    let edit = (
+        any::<prop::sample::Index>(),
+        0u8..3,
+        prop::sample::select(FRAGMENTS),
+    );
+    (
+        prop::sample::select(vec![
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"a":"x\"y","n":-12,"f":0.25,"l":[1,true,null]},"_meta":{"progressToken":"p"}}}"#,
+            r#"{"a":{"b":{"c":[{"d":"\u00e9\ud83d\ude00"}]}},"e":"abcdefghijklmnopqrstuvwxyz"}"#,
+            r#"[1,-0,1e3,"s",{"k":"v","\u006b2":2},[]]"#,
+            r#"{"jsonrpc":"2.0","id":"x","result":{"ok":true}}"#,
+        ]),
+        prop::collection::vec(edit, 1..4),
+    )
+        .prop_map(|(doc, edits)| {
+            let mut chars: Vec<String> = doc.chars().map(String::from).collect();
+            for (at, kind, fragment) in edits {
+                let i = at.index(chars.len() + 1);
+                match kind {
+                    0 => chars.insert(i, fragment.to_owned()),
+                    1 if i < chars.len() => {
+                        chars.remove(i);
+                    }
+                    _ if i < chars.len() => chars[i] = fragment.to_owned(),
+                    _ => chars.push(fragment.to_owned()),
+                }
+            }
+            chars.concat()
+        })
+}
+
+/// Both readings of `text` under `limits`: verdict, value and reason agree.
+fn agree(text: &str, limits: &Limits) -> Result<(), TestCaseError> {
+    let reader = strict_json::parse_value(text, limits);
+    let borrowed = strict_json::parse_json(text, limits).map(portcullis_wire::Json::into_value);
+    let reference = reference::parse_value(text, limits);
+    prop_assert_eq!(
+        reader.as_ref().ok(),
+        reference.as_ref().ok(),
+        "the reader and the reference disagree on {:?}",
+        text
+    );
+    prop_assert_eq!(reader.as_ref().ok(), borrowed.as_ref().ok());
+    if let (Err(mine), Err(theirs)) = (&reader, &reference) {
+        prop_assert_eq!(&mine.reason, &theirs.reason);
+        prop_assert_eq!(mine.stage, Stage::Json);
+    }
+    // The envelope reader decides the JSON stage alike.
+    let message = parse_message_borrowed(text, limits);
+    let json_refused = matches!(&message, Err(r) if r.stage == Stage::Json);
+    prop_assert_eq!(json_refused, reference.is_err(), "envelope on {:?}", text);
+    Ok(())
+}
+
+fn limits(max_depth: usize) -> Limits {
+    Limits {
+        max_depth,
+        ..Limits::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config(3000))]
+
+    #[test]
+    fn the_reader_and_the_reference_agree_on_token_soup(text in soup()) {
+        agree(&text, &Limits::default())?;
+    }
+
+    #[test]
+    fn the_reader_and_the_reference_agree_inside_objects(text in structured_soup()) {
+        agree(&text, &Limits::default())?;
+    }
+
+    #[test]
+    fn the_reader_and_the_reference_agree_on_mutated_documents(text in mutated_document()) {
+        agree(&text, &Limits::default())?;
+    }
+
+    #[test]
+    fn the_reader_and_the_reference_agree_around_the_depth_limit(
+        opens in prop::collection::vec(prop::bool::ANY, 1..12),
+        max_depth in 1usize..10,
+        inner in prop::sample::select(FRAGMENTS),
+    ) {
+        let mut text = String::from(inner);
+        for array in opens {
+            text = if array { format!("[{text}]") } else { format!("{{\"k\":{text}}}") };
+        }
+        agree(&text, &limits(max_depth))?;
+    }
+}
+
+#[test]
+fn nesting_beyond_the_hard_limit_is_refused_alike() {
+    for depth in [126, 127, 128, 129, 200] {
+        let text = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let reader = strict_json::parse_value(&text, &limits(1000));
+        let reference = reference::parse_value(&text, &limits(1000));
+        assert_eq!(reader.is_ok(), reference.is_ok(), "depth {depth}");
+        assert_eq!(reader.is_ok(), depth <= 127, "depth {depth}");
+    }
+}
+
+#[test]
+fn a_refusal_is_worded_as_serde_json_words_it() {
+    let reason = |text: &str| {
+        strict_json::parse_value(text, &Limits::default())
+            .unwrap_err()
+            .reason
+    };
+    assert_eq!(reason("{} {}"), "trailing characters at line 1 column 4");
+    assert_eq!(reason(""), "EOF while parsing a value at line 1 column 0");
+    assert!(reason(r#"{"a":1,"a":2}"#).starts_with("duplicate object key \"a\""));
+}
+
+#[test]
+fn doubles_are_the_doubles_serde_json_reads() {
+    for text in [
+        "0.1",
+        "1e22",
+        "-1.0e+28",
+        "2.2250738585072014e-308",
+        "1e-400",
+        "-0.0",
+        "-0",
+    ] {
+        let reader = strict_json::parse_value(text, &Limits::default()).unwrap();
+        let serde: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(reader, serde, "{text}");
+        assert_eq!(
+            reader.as_f64().map(f64::to_bits),
+            serde.as_f64().map(f64::to_bits),
+            "{text}"
+        );
+    }
+}
