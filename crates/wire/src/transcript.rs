@@ -9,10 +9,10 @@
 
 use std::fmt::{self, Write as _};
 
-use serde_json::{Map, Value};
+use crate::json::{Json, Object};
 
 use crate::limits::{HARD_MAX_DEPTH, Limits};
-use crate::strict_json::parse_value;
+use crate::strict_json::parse_json;
 
 /// Why one stdout line is not a permitted protocol frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,11 +139,13 @@ pub fn check_line(line: &[u8]) -> Result<(), Violation> {
         max_frame_bytes: usize::MAX,
         max_depth: HARD_MAX_DEPTH,
     };
-    let value = parse_value(text, &limits).map_err(|r| Violation::NotJson(r.reason))?;
-    let Value::Object(message) = value else {
+    // Borrowed: a `Value` would copy every line stdout carries into a tree
+    // of maps, and the fuzz harnesses check every line they write.
+    let value = parse_json(text, &limits).map_err(|r| Violation::NotJson(r.reason))?;
+    let Json::Object(message) = value else {
         return Err(Violation::NotObject);
     };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if message.get("jsonrpc").and_then(Json::as_str) != Some("2.0") {
         return Err(Violation::NoJsonRpc);
     }
     check_shape(&message).map_err(|why| match why {
@@ -157,17 +159,17 @@ enum ShapeError {
     Other(&'static str),
 }
 
-fn check_shape(message: &Map<String, Value>) -> Result<(), ShapeError> {
+fn check_shape(message: &Object<'_>) -> Result<(), ShapeError> {
     use ShapeError::Other;
     const MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
-    if message.keys().any(|k| !MEMBERS.contains(&k.as_str())) {
+    if message.keys().any(|k| !MEMBERS.contains(&k)) {
         return Err(Other("unknown top-level member"));
     }
     let id = message.get("id");
     match id {
-        None | Some(Value::String(_)) => {}
-        Some(Value::Null) => return Err(ShapeError::NullId),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {}
+        None | Some(Json::String(_)) => {}
+        Some(Json::Null) => return Err(ShapeError::NullId),
+        Some(Json::Number(n)) if n.is_i64() || n.is_u64() => {}
         Some(_) => return Err(Other("id is neither a string nor an integer")),
     }
     if let Some(method) = message.get("method") {
@@ -178,7 +180,7 @@ fn check_shape(message: &Map<String, Value>) -> Result<(), ShapeError> {
             return Err(Other("method together with result or error"));
         }
         return match message.get("params") {
-            None | Some(Value::Object(_)) => Ok(()),
+            None | Some(Json::Object(_)) => Ok(()),
             Some(_) => Err(Other("params is not an object")),
         };
     }
@@ -201,11 +203,13 @@ fn check_shape(message: &Map<String, Value>) -> Result<(), ShapeError> {
             let Some(error) = error.as_object() else {
                 return Err(Other("error is not an object"));
             };
-            let code_ok = error.get("code").is_some_and(|c| c.is_i64());
-            let message_ok = error.get("message").is_some_and(Value::is_string);
+            let code_ok = error
+                .get("code")
+                .is_some_and(|c| matches!(c, Json::Number(n) if n.is_i64()));
+            let message_ok = error.get("message").is_some_and(Json::is_string);
             let only_known = error
                 .keys()
-                .all(|k| matches!(k.as_str(), "code" | "message" | "data"));
+                .all(|k| matches!(k, "code" | "message" | "data"));
             if code_ok && message_ok && only_known {
                 Ok(())
             } else {
