@@ -79,10 +79,10 @@ fn find_cxx() -> Option<String> {
 }
 
 /// The crates whose code is the boundary: the only ones the fast build
-/// instruments for coverage. Profiles of `stdin_bytes` showed a third of its
-/// time in compare tracing and feature collection over dependencies
-/// (jsonschema, regex, url, serde) and the oracles in the testkit, which
-/// steer the fuzzer little: their branches follow the boundary's.
+/// instruments for coverage. A profile of `stdin_bytes` under cargo-fuzz's
+/// flags showed most of its coverage work in dependencies (jsonschema,
+/// regex, url, serde) and the testkit's oracles, which steer the fuzzer
+/// little: their branches follow the boundary's.
 pub const INSTRUMENTED_CRATES: [&str; 3] =
     ["portcullis-wire", "portcullis-gateway", "portcullis-wrap"];
 
@@ -92,7 +92,7 @@ const CHECKED_CRATES: [&str; 2] = ["portcullis-testkit", "portcullis-fuzz"];
 
 /// Coverage flags of the fast build: cargo-fuzz's edge counters, PC table
 /// and stack depth, without compare tracing (`-sanitizer-coverage-trace-
-/// compares`, a call per comparison: the other third of the time). The
+/// compares`, a call per comparison: ≈ 40% of that profile). The
 /// AddressSanitizer share keeps cargo-fuzz's full instrumentation over the
 /// same working corpus, so compare-guided mutation still feeds it.
 const COVERAGE_FLAGS: [&str; 6] = [
