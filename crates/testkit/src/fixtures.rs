@@ -94,6 +94,35 @@ pub fn test_policy(on_invalid: OnInvalid) -> Arc<BoundPolicy> {
     }))
 }
 
+/// The smallest frame cap a policy may set: what [`small_cap_policy`] uses.
+pub const SMALL_FRAME_CAP: usize = 256;
+
+/// [`test_policy`] under `keep-open` with the smallest frame cap a policy
+/// may set ([`SMALL_FRAME_CAP`]), loaded through the same validation. With
+/// the test policy's 8 KiB cap a fuzzer input must grow past 8 KiB before a
+/// line arriving in pieces crosses the cap; here a few hundred bytes do,
+/// so the framing's cap accounting is tried on most inputs (a planted
+/// off-by-a-chunk in it went unnoticed by `chunking` for 120 s).
+pub fn small_cap_policy() -> Arc<BoundPolicy> {
+    static SMALL: OnceLock<Arc<BoundPolicy>> = OnceLock::new();
+    Arc::clone(SMALL.get_or_init(|| {
+        let text = TEST_POLICY.replacen(
+            "max_frame_bytes = 8192",
+            &format!("max_frame_bytes = {SMALL_FRAME_CAP}"),
+            1,
+        );
+        assert_ne!(
+            text, TEST_POLICY,
+            "the test policy sets max_frame_bytes = 8192"
+        );
+        let mut policy = Policy::from_toml(&text, Path::new("testkit/SMALL_CAP_POLICY.toml"))
+            .expect("the small-cap test policy is valid");
+        policy.server.on_invalid = OnInvalid::KeepOpen;
+        let secrets = canary_secrets(&policy);
+        Arc::new(policy.bind_secrets(secrets))
+    }))
+}
+
 /// A store binding [`crate::canary::value`] to every credential of
 /// `policy`: authorization decides as with credentials present, and every
 /// session checks that no spelling of them surfaces.

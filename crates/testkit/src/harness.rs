@@ -12,7 +12,7 @@ use portcullis_wire::{ErrorObject, Id, Limits, Outbound, Stage, check_transcript
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::fixtures::test_policy;
+use crate::fixtures::{small_cap_policy, test_policy};
 use crate::json_arbitrary::ArbitraryJson;
 use crate::model::{self, key_of};
 use crate::recorder::Recorder;
@@ -203,7 +203,9 @@ pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
 }
 
 /// The same bytes fed whole, byte by byte and in fuzzer-chosen chunks give
-/// identical stdout, actions, rejections and close. Outcomes are reported at
+/// identical stdout, actions, rejections and close, under both session
+/// policies and again with the smallest frame cap a policy may set (so the
+/// cap is crossed mid-chunk on most inputs, not only past 8 KiB). Outcomes are reported at
 /// end of input so the completion schedule does not depend on the chunking
 /// (with immediate completion, a result can land before or after a later
 /// frame's reply depending on where a read ends, as in the real driver).
@@ -213,26 +215,30 @@ pub fn chunking(data: &[u8]) {
         .map(|_| usize::from(u.int_in_range(1u8..=64).unwrap_or(1)))
         .collect();
     let input = u.take_rest();
-    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
-        let policy = test_policy(mode);
+    let policies = [
+        (test_policy(OnInvalid::Close), "close"),
+        (test_policy(OnInvalid::KeepOpen), "keep-open"),
+        (small_cap_policy(), "keep-open, small cap"),
+    ];
+    for (policy, mode) in policies {
         let whole = run_session_deferred(&policy, input, &Chunking::Whole);
         for chunking in [Chunking::ByteByByte, Chunking::Sizes(sizes.clone())] {
             let split = run_session_deferred_like(&policy, input, &chunking, &whole);
             assert_eq!(
                 whole.stdout, split.stdout,
-                "{mode:?} {chunking:?}: stdout differs"
+                "{mode} {chunking:?}: stdout differs"
             );
             assert_eq!(
                 whole.actions, split.actions,
-                "{mode:?} {chunking:?}: actions differ"
+                "{mode} {chunking:?}: actions differ"
             );
             assert_eq!(
                 whole.rejections, split.rejections,
-                "{mode:?} {chunking:?}: rejections differ"
+                "{mode} {chunking:?}: rejections differ"
             );
             assert_eq!(
                 whole.closed, split.closed,
-                "{mode:?} {chunking:?}: close differs"
+                "{mode} {chunking:?}: close differs"
             );
         }
     }
