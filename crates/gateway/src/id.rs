@@ -17,7 +17,7 @@ pub use portcullis_wire::Id;
 
 /// What remembering an id did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Remember {
+pub enum Remember {
     /// First use: remembered now.
     Fresh,
     /// Already used in this session.
@@ -27,7 +27,7 @@ pub(crate) enum Remember {
 }
 
 #[derive(Debug)]
-pub(crate) struct IdMemory {
+pub struct IdMemory {
     /// Digests of string ids.
     strings: HashSet<Fingerprint>,
     /// Integer ids as inclusive runs, start → end.
@@ -37,7 +37,7 @@ pub(crate) struct IdMemory {
 
 impl IdMemory {
     /// Memory for at most `capacity` entries (string ids plus integer runs).
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Self {
             strings: HashSet::new(),
             runs: BTreeMap::new(),
@@ -46,12 +46,12 @@ impl IdMemory {
     }
 
     /// Entries in use.
-    pub(crate) fn entries(&self) -> usize {
+    pub fn entries(&self) -> usize {
         self.strings.len() + self.runs.len()
     }
 
     /// Remember `id` unless it was used before or there is no room for it.
-    pub(crate) fn remember(&mut self, id: &Id) -> Remember {
+    pub fn remember(&mut self, id: &Id) -> Remember {
         match id {
             Id::Str(s) => {
                 // The tag keeps `"1"` and `1` apart whatever the encoding of

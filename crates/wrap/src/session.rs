@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use portcullis_gateway::id::IdMemory;
 use portcullis_gateway::mcp::{Revision, SessionState};
 use portcullis_wire::{
     ErrorObject, FrameEvent, FrameReader, Id, Limits, Object, Rejection, RpcMessage,
@@ -85,6 +86,9 @@ pub struct Wrap {
     pub(crate) next_upstream_id: i64,
     /// Upstream requests forwarded, by the client-facing id we gave them.
     pub(crate) asked_client: BTreeMap<i64, Id>,
+    /// Every id the upstream's requests used: an id is used once per session
+    /// (MCP), so a reused one would draw a second answer for one id.
+    pub(crate) upstream_ids: IdMemory,
     pub(crate) next_client_id: i64,
     pub(crate) now: u64,
     pub(crate) client_ended: bool,
@@ -100,6 +104,7 @@ impl Wrap {
             client_reader: FrameReader::new(max_frame),
             upstream_reader: FrameReader::new(max_frame),
             mcp: SessionState::new(config.max_id_bytes, config.max_session_ids),
+            upstream_ids: IdMemory::new(config.max_session_ids),
             tools: ToolTable::new(
                 config.pins.clone(),
                 config.allowed_tools.clone(),

@@ -8,6 +8,7 @@
 //! client receives is the canonical encoding of the parsed message, with
 //! the tools a `tools/list` answer may show (see [`crate::tools`]).
 
+use portcullis_gateway::id::Remember;
 use portcullis_gateway::mcp::cancelled_request;
 use portcullis_wire::{ErrorObject, FrameEvent, Id, Object, RpcMessage, Stage};
 use serde_json::{Map, Value};
@@ -187,8 +188,12 @@ impl Wrap {
             return self.drop_message(line, Dropped::RequestNotAllowed, effects);
         }
         let too_long = matches!(&id, Id::Str(s) if s.len() > self.config.max_id_bytes);
-        let in_flight = self.asked_client.values().any(|known| *known == id);
-        if too_long || in_flight || self.asked_client.len() >= self.config.max_in_flight {
+        if too_long || self.asked_client.len() >= self.config.max_in_flight {
+            return self.drop_message(line, Dropped::RequestRefused, effects);
+        }
+        // Not only those in flight: an id answered earlier, used again,
+        // would be answered twice.
+        if self.upstream_ids.remember(&id) != Remember::Fresh {
             return self.drop_message(line, Dropped::RequestRefused, effects);
         }
         let ours = self.next_client_id;

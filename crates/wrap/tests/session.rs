@@ -536,3 +536,31 @@ fn the_schemas_kept_stay_within_their_budget_however_many_pages_are_listed() {
         .count();
     assert!(withheld > 0);
 }
+
+/// MCP ids are used once per session: an upstream request that reuses an id
+/// it was already answered under is dropped, or the upstream would receive
+/// two answers for one id (found by the `wrap_session` fuzz smoke:
+/// `regressions/wrap_session/upstream-reuses-an-answered-id.bin`).
+#[test]
+fn an_upstream_request_reusing_an_answered_id_is_dropped() {
+    let mut s = Session::new(Config::default());
+    s.handshake();
+    s.upstream(r#"{"jsonrpc":"2.0","id":2,"method":"roots/list"}"#);
+    assert_eq!(s.last_client()["id"], 1);
+    s.client(r#"{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}"#);
+    assert_eq!(
+        s.last_upstream(),
+        &json!({"jsonrpc":"2.0","id":2,"result":{"roots":[]}})
+    );
+    let shown = s.seen.client.len();
+    s.upstream(r#"{"jsonrpc":"2.0","id":2,"method":"roots/list"}"#);
+    assert_eq!(
+        s.seen.client.len(),
+        shown,
+        "the reused id never reaches the client"
+    );
+    // A fresh id still does.
+    s.upstream(r#"{"jsonrpc":"2.0","id":3,"method":"roots/list"}"#);
+    assert_eq!(s.seen.client.len(), shown + 1);
+    assert_eq!(s.last_client()["id"], 2);
+}
