@@ -250,3 +250,35 @@ fn doubles_are_the_doubles_serde_json_reads() {
         );
     }
 }
+
+/// Objects past the size where the reader switches from scanning the keys
+/// read so far to a hash set: distinct keys are all kept, and a repeat is
+/// found wherever it falls, escaped or not.
+#[test]
+fn large_objects_keep_distinct_keys_and_refuse_a_repeat_alike() {
+    let object = |keys: &[String]| {
+        let members: Vec<String> = keys.iter().map(|k| format!("\"{k}\":0")).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    for size in [15, 16, 17, 18, 40] {
+        let keys: Vec<String> = (0..size).map(|i| format!("k{i}")).collect();
+        let text = object(&keys);
+        agree(&text, &Limits::default()).unwrap();
+        let read = strict_json::parse_value(&text, &Limits::default()).unwrap();
+        assert_eq!(read.as_object().map(serde_json::Map::len), Some(size));
+        for repeat in [0, size / 2, size - 1] {
+            for spelling in [format!("k{repeat}"), format!("\\u006b{repeat}")] {
+                let mut with_repeat = keys.clone();
+                with_repeat.push(spelling);
+                let text = object(&with_repeat);
+                agree(&text, &Limits::default()).unwrap();
+                let refusal = strict_json::parse_value(&text, &Limits::default()).unwrap_err();
+                assert!(
+                    refusal.reason.starts_with("duplicate object key"),
+                    "{text}: {}",
+                    refusal.reason
+                );
+            }
+        }
+    }
+}

@@ -481,4 +481,18 @@ mod tests {
         assert_eq!(next_special(b"abcdefghij\\klmnop", 0), 10);
         assert_eq!(next_special(b"abc", 0), 3);
     }
+
+    /// The reader's own account, used only if the reference ever accepted
+    /// a text the reader refused: the rule it applied and the byte where.
+    fn fallback(text: &str) -> String {
+        Reader::read_whole(text, |reader| reader.value(4))
+            .expect_err(text)
+            .to_string()
+    }
+
+    #[test]
+    fn a_fallback_refusal_names_the_rule_and_the_byte() {
+        assert_eq!(fallback("[1,]"), "expected value at byte 3");
+        assert_eq!(fallback("{} x"), "trailing characters at byte 3");
+    }
 }
