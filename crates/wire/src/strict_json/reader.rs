@@ -343,7 +343,7 @@ impl<'a> Reader<'a> {
         let mut at = digits_start;
         match bytes.get(at) {
             Some(b'0') => at += 1,
-            Some(b'1'..=b'9') => at = skip_digits(bytes, at + 1),
+            Some(b'1'..=b'9') => at = skip_digits(bytes, at),
             _ => {
                 self.pos = at;
                 return Err(self.fault("invalid number"));
