@@ -480,6 +480,9 @@ mod tests {
         assert_eq!(next_special(b"abcdefghijklmnop\"", 0), 16);
         assert_eq!(next_special(b"abcdefghij\\klmnop", 0), 10);
         assert_eq!(next_special(b"abc", 0), 3);
+        // No special byte: the length, after whole words and a tail.
+        assert_eq!(next_special(b"abcdefghijk", 0), 11);
+        assert_eq!(next_special(b"\"abcdefghijk", 1), 12);
     }
 
     /// The reader's own account, used only if the reference ever accepted
