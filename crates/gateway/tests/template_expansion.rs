@@ -50,5 +50,8 @@ fn a_template_of_one_string_argument_borrows_its_text() {
     // An integer has no text to borrow: it is written out.
     let arguments = args(json!({ "name": 12 }));
     let expanded = template.expand_cow(&arguments).unwrap();
-    assert!(matches!(&expanded, Cow::Owned(text) if text == "12"), "{expanded:?}");
+    assert!(
+        matches!(&expanded, Cow::Owned(text) if text == "12"),
+        "{expanded:?}"
+    );
 }
