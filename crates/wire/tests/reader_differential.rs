@@ -282,3 +282,26 @@ fn large_objects_keep_distinct_keys_and_refuse_a_repeat_alike() {
         }
     }
 }
+
+/// A large integral double (`1e22`) makes the reference look for integer
+/// tokens beyond ±(2^53−1) in the text: digits inside a string, after an
+/// escaped quote or in a key, are not such a token; digits after a string
+/// that ends in an escaped backslash are.
+#[test]
+fn digits_inside_strings_are_not_integer_tokens() {
+    let accepted = [
+        r#"["99999999999999999999",1e22]"#,
+        r#"[1e22,"99999999999999999999"]"#,
+        r#"["\"99999999999999999999",1e22]"#,
+        r#"["a\\\"99999999999999999999\"",1e22]"#,
+        r#"{"k99999999999999999999":1e22}"#,
+    ];
+    for text in accepted {
+        agree(text, &Limits::default()).unwrap();
+        assert!(reference::parse_value(text, &Limits::default()).is_ok(), "{text}");
+    }
+    for text in [r#"["\\",99999999999999999999]"#, r#"["",1e22,-12345678901234567890]"#] {
+        agree(text, &Limits::default()).unwrap();
+        assert!(reference::parse_value(text, &Limits::default()).is_err(), "{text}");
+    }
+}

@@ -77,8 +77,8 @@ fn has_unsafe_integer_token(text: &str) -> bool {
         match bytes[i] {
             b'"' => {
                 i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                while let Some(&b) = bytes.get(i).filter(|&&b| b != b'"') {
+                    i += if b == b'\\' { 2 } else { 1 };
                 }
                 i += 1;
             }
