@@ -285,8 +285,9 @@ fn large_objects_keep_distinct_keys_and_refuse_a_repeat_alike() {
 
 /// A large integral double (`1e22`) makes the reference look for integer
 /// tokens beyond ±(2^53−1) in the text: digits inside a string, after an
-/// escaped quote or in a key, are not such a token; digits after a string
-/// that ends in an escaped backslash are.
+/// escaped quote or in a key, are not such a token, nor is ±(2^53−1)
+/// itself; digits after a string (one ending in an escaped backslash
+/// included) are.
 #[test]
 fn digits_inside_strings_are_not_integer_tokens() {
     let accepted = [
@@ -295,13 +296,24 @@ fn digits_inside_strings_are_not_integer_tokens() {
         r#"["\"99999999999999999999",1e22]"#,
         r#"["a\\\"99999999999999999999\"",1e22]"#,
         r#"{"k99999999999999999999":1e22}"#,
+        r#"[9007199254740991,-9007199254740991,1e22]"#,
     ];
     for text in accepted {
         agree(text, &Limits::default()).unwrap();
-        assert!(reference::parse_value(text, &Limits::default()).is_ok(), "{text}");
+        assert!(
+            reference::parse_value(text, &Limits::default()).is_ok(),
+            "{text}"
+        );
     }
-    for text in [r#"["\\",99999999999999999999]"#, r#"["",1e22,-12345678901234567890]"#] {
+    for text in [
+        r#"["\\",99999999999999999999]"#,
+        r#"["",1e22,-12345678901234567890]"#,
+        r#"["a",1e22,99999999999999999999]"#,
+    ] {
         agree(text, &Limits::default()).unwrap();
-        assert!(reference::parse_value(text, &Limits::default()).is_err(), "{text}");
+        assert!(
+            reference::parse_value(text, &Limits::default()).is_err(),
+            "{text}"
+        );
     }
 }
