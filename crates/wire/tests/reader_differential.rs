@@ -317,3 +317,17 @@ fn digits_inside_strings_are_not_integer_tokens() {
         );
     }
 }
+
+/// Every fragment and every pair of fragments, bare, side by side and as
+/// array items: the edges each fragment was written for are met on every
+/// run, however few random cases the property tests draw.
+#[test]
+fn the_reader_and_the_reference_agree_on_every_fragment_pair() {
+    for first in FRAGMENTS {
+        agree(first, &Limits::default()).unwrap();
+        for second in FRAGMENTS {
+            agree(&format!("{first}{second}"), &Limits::default()).unwrap();
+            agree(&format!("[{first},{second}]"), &Limits::default()).unwrap();
+        }
+    }
+}
