@@ -194,10 +194,6 @@ impl<'de> Visitor<'de> for StrictValue {
         Ok(Value::String(v.to_owned()))
     }
 
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
-    }
-
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
         Ok(Value::Null)
     }
