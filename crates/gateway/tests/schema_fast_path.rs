@@ -22,8 +22,8 @@ fn config() -> ProptestConfig {
 
 const NAMES: [&str; 4] = ["a", "b", "service", "n"];
 
-fn property_schema() -> impl Strategy<Value = Value> {
-    prop::sample::select(vec![
+fn property_schemas() -> Vec<Value> {
+    vec![
         json!({"type": "string"}),
         json!({"type": "string", "description": "a note"}),
         json!({"type": "string", "pattern": "^[a-z][a-z0-9-]{0,31}$"}),
@@ -39,7 +39,11 @@ fn property_schema() -> impl Strategy<Value = Value> {
         json!({"type": ["string", "integer"]}),
         json!({"const": 3}),
         json!({"enum": [1, "1", null]}),
-    ])
+    ]
+}
+
+fn property_schema() -> impl Strategy<Value = Value> {
+    prop::sample::select(property_schemas())
 }
 
 fn schema() -> impl Strategy<Value = Value> {
@@ -68,8 +72,8 @@ fn schema() -> impl Strategy<Value = Value> {
         })
 }
 
-fn argument_value() -> impl Strategy<Value = Value> {
-    prop::sample::select(vec![
+fn argument_values() -> Vec<Value> {
+    vec![
         json!("x"),
         json!("abc"),
         json!("billing-api-7"),
@@ -90,7 +94,11 @@ fn argument_value() -> impl Strategy<Value = Value> {
         json!([]),
         json!({}),
         json!({"a": 1}),
-    ])
+    ]
+}
+
+fn argument_value() -> impl Strategy<Value = Value> {
+    prop::sample::select(argument_values())
 }
 
 fn arguments() -> impl Strategy<Value = Map<String, Value>> {
@@ -122,6 +130,40 @@ proptest! {
         let whole = schema.check("t", args.clone());
         prop_assert_eq!(fast.is_ok(), whole_schema_verdict(&schema, &args));
         prop_assert_eq!(fast, whole.map(drop));
+    }
+}
+
+/// Every property schema of the subset against every argument value, alone
+/// and beside a string property: each member is judged by its own
+/// property's schema, and only `type: "string"` is judged as "is a string".
+/// Exhaustive, so it holds in full however few cases the property test runs.
+#[test]
+fn each_member_is_judged_by_its_own_property_schema() {
+    for property in property_schemas() {
+        let document = json!({
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "n": property},
+        });
+        let schema = ToolSchema::compile(document).expect("a valid schema");
+        assert!(schema.has_fast_path(), "{property}");
+        let whole = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(true)
+            .build(schema.document())
+            .expect("compiles");
+        for value in argument_values() {
+            for args in [json!({"n": value}), json!({"a": "x", "n": value})] {
+                let Value::Object(args) = args else {
+                    unreachable!()
+                };
+                let fast = schema.check_object("t", &Object::from_map(args.clone()));
+                assert_eq!(
+                    fast.is_ok(),
+                    whole.is_valid(&Value::Object(args.clone())),
+                    "{property} against {args:?}"
+                );
+            }
+        }
     }
 }
 

@@ -250,3 +250,84 @@ fn doubles_are_the_doubles_serde_json_reads() {
         );
     }
 }
+
+/// Objects past the size where the reader switches from scanning the keys
+/// read so far to a hash set: distinct keys are all kept, and a repeat is
+/// found wherever it falls, escaped or not.
+#[test]
+fn large_objects_keep_distinct_keys_and_refuse_a_repeat_alike() {
+    let object = |keys: &[String]| {
+        let members: Vec<String> = keys.iter().map(|k| format!("\"{k}\":0")).collect();
+        format!("{{{}}}", members.join(","))
+    };
+    for size in [15, 16, 17, 18, 40] {
+        let keys: Vec<String> = (0..size).map(|i| format!("k{i}")).collect();
+        let text = object(&keys);
+        agree(&text, &Limits::default()).unwrap();
+        let read = strict_json::parse_value(&text, &Limits::default()).unwrap();
+        assert_eq!(read.as_object().map(serde_json::Map::len), Some(size));
+        for repeat in [0, size / 2, size - 1] {
+            for spelling in [format!("k{repeat}"), format!("\\u006b{repeat}")] {
+                let mut with_repeat = keys.clone();
+                with_repeat.push(spelling);
+                let text = object(&with_repeat);
+                agree(&text, &Limits::default()).unwrap();
+                let refusal = strict_json::parse_value(&text, &Limits::default()).unwrap_err();
+                assert!(
+                    refusal.reason.starts_with("duplicate object key"),
+                    "{text}: {}",
+                    refusal.reason
+                );
+            }
+        }
+    }
+}
+
+/// A large integral double (`1e22`) makes the reference look for integer
+/// tokens beyond ±(2^53−1) in the text: digits inside a string, after an
+/// escaped quote or in a key, are not such a token, nor is ±(2^53−1)
+/// itself; digits after a string (one ending in an escaped backslash
+/// included) are.
+#[test]
+fn digits_inside_strings_are_not_integer_tokens() {
+    let accepted = [
+        r#"["99999999999999999999",1e22]"#,
+        r#"[1e22,"99999999999999999999"]"#,
+        r#"["\"99999999999999999999",1e22]"#,
+        r#"["a\\\"99999999999999999999\"",1e22]"#,
+        r#"{"k99999999999999999999":1e22}"#,
+        r#"[9007199254740991,-9007199254740991,1e22]"#,
+    ];
+    for text in accepted {
+        agree(text, &Limits::default()).unwrap();
+        assert!(
+            reference::parse_value(text, &Limits::default()).is_ok(),
+            "{text}"
+        );
+    }
+    for text in [
+        r#"["\\",99999999999999999999]"#,
+        r#"["",1e22,-12345678901234567890]"#,
+        r#"["a",1e22,99999999999999999999]"#,
+    ] {
+        agree(text, &Limits::default()).unwrap();
+        assert!(
+            reference::parse_value(text, &Limits::default()).is_err(),
+            "{text}"
+        );
+    }
+}
+
+/// Every fragment and every pair of fragments, bare, side by side and as
+/// array items: the edges each fragment was written for are met on every
+/// run, however few random cases the property tests draw.
+#[test]
+fn the_reader_and_the_reference_agree_on_every_fragment_pair() {
+    for first in FRAGMENTS {
+        agree(first, &Limits::default()).unwrap();
+        for second in FRAGMENTS {
+            agree(&format!("{first}{second}"), &Limits::default()).unwrap();
+            agree(&format!("[{first},{second}]"), &Limits::default()).unwrap();
+        }
+    }
+}

@@ -86,14 +86,6 @@ enum Check {
     Validator(jsonschema::Validator),
 }
 
-impl std::fmt::Debug for FastSchema {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FastSchema")
-            .field("required", &self.required)
-            .finish_non_exhaustive()
-    }
-}
-
 impl FastSchema {
     /// The fast form of a normalized tool schema, or `None` when it is
     /// outside the subset (jsonschema then decides every call).
@@ -152,6 +144,13 @@ impl FastSchema {
     }
 }
 
+/// Whether `key` may sit beside `type: "string"` in a property judged as
+/// "is a string". Answering no sends the property to jsonschema, which is
+/// never wrong, only slower.
+fn beside_string_type(key: &str) -> bool {
+    key == "type" || ANNOTATIONS.contains(&key)
+}
+
 impl Check {
     fn compile(schema: &Map<String, Value>) -> Option<Self> {
         if !schema
@@ -160,10 +159,8 @@ impl Check {
         {
             return None;
         }
-        let only_string_type = schema
-            .iter()
-            .all(|(k, v)| ANNOTATIONS.contains(&k.as_str()) || (k == "type" && v == "string"))
-            && schema.contains_key("type");
+        let only_string_type = schema.get("type").is_some_and(|t| t == "string")
+            && schema.keys().all(|k| beside_string_type(k));
         if only_string_type {
             return Some(Check::IsString);
         }

@@ -71,12 +71,12 @@ fn text_of(value: Json<'_>) -> Text<'_> {
 fn id_of(value: &Json<'_>) -> IdField {
     match value {
         Json::String(s) => IdField::Valid(Id::Str(Cow::clone(s).into_owned())),
-        // A number read from integer syntax is an `i64` or `u64`; a
-        // fraction, an exponent or `-0` made a double: a number, but not
-        // an id.
+        // A number read from integer syntax is an `i64` or `u64` (and
+        // within the safe range); a fraction, an exponent or `-0` made a
+        // double, which has no `i64`: a number, but not an id.
         Json::Number(n) => match n.as_i64() {
-            Some(int) if !n.is_f64() => IdField::Valid(Id::Int(int)),
-            _ => IdField::Invalid("a number in fraction or exponent form"),
+            Some(int) => IdField::Valid(Id::Int(int)),
+            None => IdField::Invalid("a number in fraction or exponent form"),
         },
         other => IdField::Invalid(other.kind()),
     }

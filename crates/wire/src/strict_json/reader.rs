@@ -343,7 +343,7 @@ impl<'a> Reader<'a> {
         let mut at = digits_start;
         match bytes.get(at) {
             Some(b'0') => at += 1,
-            Some(b'1'..=b'9') => at = skip_digits(bytes, at + 1),
+            Some(b'1'..=b'9') => at = skip_digits(bytes, at),
             _ => {
                 self.pos = at;
                 return Err(self.fault("invalid number"));
@@ -480,5 +480,22 @@ mod tests {
         assert_eq!(next_special(b"abcdefghijklmnop\"", 0), 16);
         assert_eq!(next_special(b"abcdefghij\\klmnop", 0), 10);
         assert_eq!(next_special(b"abc", 0), 3);
+        // No special byte: the length, after whole words and a tail.
+        assert_eq!(next_special(b"abcdefghijk", 0), 11);
+        assert_eq!(next_special(b"\"abcdefghijk", 1), 12);
+    }
+
+    /// The reader's own account, used only if the reference ever accepted
+    /// a text the reader refused: the rule it applied and the byte where.
+    fn fallback(text: &str) -> String {
+        Reader::read_whole(text, |reader| reader.value(4))
+            .expect_err(text)
+            .to_string()
+    }
+
+    #[test]
+    fn a_fallback_refusal_names_the_rule_and_the_byte() {
+        assert_eq!(fallback("[1,]"), "expected value at byte 3");
+        assert_eq!(fallback("{} x"), "trailing characters at byte 3");
     }
 }

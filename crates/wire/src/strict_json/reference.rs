@@ -77,8 +77,8 @@ fn has_unsafe_integer_token(text: &str) -> bool {
         match bytes[i] {
             b'"' => {
                 i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                while let Some(&b) = bytes.get(i).filter(|&&b| b != b'"') {
+                    i += if b == b'\\' { 2 } else { 1 };
                 }
                 i += 1;
             }
@@ -192,10 +192,6 @@ impl<'de> Visitor<'de> for StrictValue {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
