@@ -85,13 +85,21 @@ pub fn test_policy(on_invalid: OnInvalid) -> Arc<BoundPolicy> {
         OnInvalid::Close => &CLOSE,
         OnInvalid::KeepOpen => &KEEP,
     };
-    Arc::clone(cell.get_or_init(|| {
-        let mut policy = Policy::from_toml(TEST_POLICY, Path::new("testkit/TEST_POLICY.toml"))
-            .expect("the test policy is valid");
-        policy.server.on_invalid = on_invalid;
-        let secrets = canary_secrets(&policy);
-        Arc::new(policy.bind_secrets(secrets))
-    }))
+    Arc::clone(
+        cell.get_or_init(|| {
+            bound_with_canaries(TEST_POLICY, "testkit/TEST_POLICY.toml", on_invalid)
+        }),
+    )
+}
+
+/// Policy `text` loaded as a file named `name` would be, with `on_invalid`
+/// set and a canary bound to every credential.
+fn bound_with_canaries(text: &str, name: &str, on_invalid: OnInvalid) -> Arc<BoundPolicy> {
+    let mut policy = Policy::from_toml(text, Path::new(name))
+        .unwrap_or_else(|e| panic!("{name} is a valid policy: {e}"));
+    policy.server.on_invalid = on_invalid;
+    let secrets = canary_secrets(&policy);
+    Arc::new(policy.bind_secrets(secrets))
 }
 
 /// The smallest frame cap a policy may set: what [`small_cap_policy`] uses.
@@ -115,11 +123,7 @@ pub fn small_cap_policy() -> Arc<BoundPolicy> {
             text, TEST_POLICY,
             "the test policy sets max_frame_bytes = 8192"
         );
-        let mut policy = Policy::from_toml(&text, Path::new("testkit/SMALL_CAP_POLICY.toml"))
-            .expect("the small-cap test policy is valid");
-        policy.server.on_invalid = OnInvalid::KeepOpen;
-        let secrets = canary_secrets(&policy);
-        Arc::new(policy.bind_secrets(secrets))
+        bound_with_canaries(&text, "testkit/SMALL_CAP_POLICY.toml", OnInvalid::KeepOpen)
     }))
 }
 

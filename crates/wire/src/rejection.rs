@@ -95,7 +95,7 @@ impl Fingerprint {
 
     /// Lowercase hex, 64 characters.
     pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
+        self.to_string()
     }
 }
 

@@ -188,12 +188,13 @@ impl Wrap {
             return self.drop_message(line, Dropped::RequestNotAllowed, effects);
         }
         let too_long = matches!(&id, Id::Str(s) if s.len() > self.config.max_id_bytes);
-        if too_long || self.asked_client.len() >= self.config.max_in_flight {
-            return self.drop_message(line, Dropped::RequestRefused, effects);
-        }
-        // Not only those in flight: an id answered earlier, used again,
-        // would be answered twice.
-        if self.upstream_ids.remember(&id) != Remember::Fresh {
+        // The id is remembered only for a request that is otherwise taken;
+        // every id ever taken, not only those in flight: one answered
+        // earlier, used again, would be answered twice.
+        if too_long
+            || self.asked_client.len() >= self.config.max_in_flight
+            || self.upstream_ids.remember(&id) != Remember::Fresh
+        {
             return self.drop_message(line, Dropped::RequestRefused, effects);
         }
         let ours = self.next_client_id;
