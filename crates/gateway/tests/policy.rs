@@ -178,3 +178,34 @@ fn a_port_with_a_plus_sign_is_refused_in_the_url_and_the_allowlist() {
     );
     assert!(error_of(&in_allow).contains("tools.http.allow"));
 }
+
+#[test]
+fn a_templated_host_must_be_a_name_when_its_placeholders_are_names() {
+    // A literal numeric last label makes the URL parser read the whole host
+    // as IPv4: "{service}.8" could never reach a host name.
+    for host in [
+        "{service}.8",
+        "{service}.8.",
+        "{service}.0x1f",
+        "{service}.xn--a",
+    ] {
+        let text = tool(&format!(
+            "[tools.http]\nmethod = \"GET\"\nurl = \"http://{host}/a\"\nallow = [\"example.com:80\"]"
+        ));
+        let message = error_of(&text);
+        assert!(message.contains("tools.http.url"), "{host}: {message}");
+        assert!(message.contains("not a host name"), "{host}: {message}");
+    }
+    for host in [
+        "{service}.svc",
+        "10.0.0.{service}",
+        "{service}8",
+        "a-{service}.b1",
+    ] {
+        let text = tool(&format!(
+            "[tools.http]\nmethod = \"GET\"\nurl = \"http://{host}/a\"\nallow = [\"example.com:80\"]"
+        ));
+        Policy::from_toml(&text, Path::new("ok.toml"))
+            .unwrap_or_else(|e| panic!("{host} must load: {e}"));
+    }
+}

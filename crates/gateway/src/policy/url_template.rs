@@ -69,6 +69,22 @@ pub(super) fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
                     return Err("literal parts of a templated host may hold only letters, digits, '.' and '-'".into());
                 }
             }
+            // A literal numeric last label ("{s}.8") makes URL parsers read
+            // the whole host as IPv4, so no host name could ever fill the
+            // placeholder; the same goes for literal labels IDNA refuses.
+            let with_names: String = host
+                .0
+                .iter()
+                .map(|piece| match piece {
+                    Piece::Lit(l) => l.as_str(),
+                    Piece::Arg(_) => "x",
+                })
+                .collect();
+            if normalize_host(&with_names).is_none() {
+                return Err(format!(
+                    "templated host {host_text:?} is not a host name when its placeholders are names (\"{with_names}\"); a literal last label must not be a number"
+                ));
+            }
         }
     }
     let (path_text, query_text) = match rest.split_once('?') {
