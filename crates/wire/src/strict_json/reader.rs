@@ -410,50 +410,46 @@ fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is a quote, a backslash or a control
-/// character (below 0x20). Each test is the exact "has a byte below n"
-/// idiom, so the answer is exact.
-fn word_has_special(word: u64) -> bool {
+/// A mask with the high bit set in each byte of `word` that is a quote, a
+/// backslash or a control character (below 0x20), exact up to and including
+/// the lowest such byte: the "has a byte below n" idiom borrows only upward,
+/// so bits above the first hit may be spurious, never those below it.
+fn special_mask(word: u64) -> u64 {
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGHS;
     let quote = word ^ (ONES * u64::from(b'"'));
     let backslash = word ^ (ONES * u64::from(b'\\'));
-    (below(quote, 1) | below(backslash, 1) | below(word, 0x20)) != 0
+    below(quote, 1) | below(backslash, 1) | below(word, 0x20)
+}
+
+/// Whether any byte of `word` is a quote, a backslash or a control
+/// character.
+#[cfg(test)]
+fn word_has_special(word: u64) -> bool {
+    special_mask(word) != 0
 }
 
 /// The position of the first quote, backslash or control character at or
-/// after `at` (or the length): eight bytes at a time while none is in
-/// sight, then byte by byte.
+/// after `at` (or the length), eight bytes at a time. The last partial
+/// word is padded with NUL, a control byte, which stops the scan exactly at
+/// the end.
 fn next_special(bytes: &[u8], at: usize) -> usize {
     let rest = bytes.get(at..).unwrap_or_default();
+    let mut chunks = rest.chunks_exact(8);
     let mut skipped = 0;
-    for chunk in rest.chunks_exact(8) {
-        let word = u64::from_le_bytes([
-            chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], chunk[5], chunk[6], chunk[7],
-        ]);
-        if word_has_special(word) {
-            break;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let mask = special_mask(word);
+        if mask != 0 {
+            return at + skipped + (mask.trailing_zeros() / 8) as usize;
         }
         skipped += 8;
     }
-    let tail = rest[skipped..]
-        .iter()
-        .position(|&b| SPECIAL[usize::from(b)])
-        .unwrap_or(rest.len() - skipped);
-    at + skipped + tail
+    let tail = chunks.remainder();
+    let mut padded = [0u8; 8];
+    padded[..tail.len()].copy_from_slice(tail);
+    let mask = special_mask(u64::from_le_bytes(padded));
+    at + skipped + (mask.trailing_zeros() / 8) as usize
 }
-
-/// Bytes that end a run of plain string text.
-static SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
 
 #[cfg(test)]
 mod tests {
@@ -483,6 +479,53 @@ mod tests {
         // No special byte: the length, after whole words and a tail.
         assert_eq!(next_special(b"abcdefghijk", 0), 11);
         assert_eq!(next_special(b"\"abcdefghijk", 1), 12);
+    }
+
+    #[test]
+    fn the_word_scan_stops_at_the_first_special_byte_of_every_length() {
+        let naive = |bytes: &[u8], at: usize| {
+            bytes[at..]
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .map_or(bytes.len(), |p| at + p)
+        };
+        // A special byte, and a second one after it (whose borrow must not
+        // move the first), at every position of texts up to three words
+        // long, from every start.
+        let bytes_to_try = [
+            b'"',
+            b'\\',
+            0x00,
+            0x1f,
+            0x20,
+            0x21,
+            0x5c + 1,
+            0x7f,
+            0x80,
+            0xff,
+        ];
+        for len in 0..24 {
+            for first in 0..=len {
+                for &a in &bytes_to_try {
+                    for &b in &[b'"', 0x01, b'a'] {
+                        let mut text = vec![b'a'; len];
+                        if first < len {
+                            text[first] = a;
+                        }
+                        if first + 1 < len {
+                            text[first + 1] = b;
+                        }
+                        for at in 0..=len {
+                            assert_eq!(
+                                next_special(&text, at),
+                                naive(&text, at),
+                                "{text:?} from {at}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// The reader's own account, used only if the reference ever accepted
