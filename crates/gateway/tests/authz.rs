@@ -318,3 +318,26 @@ fn an_allowlisted_name_inside_a_longer_host_is_not_allowed() {
         assert!(err.contains("allowlist"), "{denied}: {err}");
     }
 }
+
+#[test]
+fn a_denial_names_the_component_in_its_message() {
+    // The client reads which part of its call was refused from this text.
+    let p = avatar_policy();
+    let message = |tool: &str, args: Value| denial(&p, tool, args).to_string();
+    assert_eq!(
+        message("avatar_delete", json!({"user": "a\tb", "size": "s"})),
+        "path segment 2 would hold a control character"
+    );
+    assert_eq!(
+        message("avatar_delete", json!({"user": "a", "size": ""})),
+        "query value size would be empty"
+    );
+    assert_eq!(
+        message("run", json!({"unit": "a\u{7f}b"})),
+        "argv element 2 would hold a control character"
+    );
+    assert_eq!(
+        Denial::Empty(Component::Host).to_string(),
+        "the host would be empty"
+    );
+}

@@ -154,7 +154,7 @@ fn has_control(bytes: &[u8]) -> bool {
     bytes.chunks(64).any(|block| {
         block
             .iter()
-            .fold(false, |seen, &b| seen | (b < 0x20) | (b == 0x7f))
+            .fold(false, |seen, &b| seen | matches!(b, 0x00..=0x1f | 0x7f))
     })
 }
 
