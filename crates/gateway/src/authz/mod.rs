@@ -466,12 +466,17 @@ fn decode_form(text: &str) -> Result<Cow<'_, str>, Denial> {
     }
 }
 
-fn ssh(spec: &SshSpec, call: &CheckedCall<'_, '_>) -> Result<SshCommand, Denial> {
-    if !spec
-        .allow
+/// Whether the tool's own host:port is in its allowlist. The loader
+/// refuses a policy where it is not; this re-states that at the point of
+/// use.
+fn ssh_target_allowed(spec: &SshSpec) -> bool {
+    spec.allow
         .iter()
         .any(|a| a.host == spec.host && a.port == spec.port)
-    {
+}
+
+fn ssh(spec: &SshSpec, call: &CheckedCall<'_, '_>) -> Result<SshCommand, Denial> {
+    if !ssh_target_allowed(spec) {
         return Err(Denial::HostNotAllowed);
     }
     let mut argv = Vec::with_capacity(spec.argv.len());
