@@ -341,3 +341,18 @@ fn a_denial_names_the_component_in_its_message() {
         "the host would be empty"
     );
 }
+
+#[test]
+fn a_percent_escaped_host_is_not_a_plain_host() {
+    // The URL parser percent-decodes a host before reading it: "127%2E1"
+    // would reach 127.0.0.1, a host the argument does not spell.
+    let p = authz_policy(false);
+    for denied in ["127%2E1", "127.0.0.%31", "%31%32%37.0.0.1", "localhost%00"] {
+        let err = decide(&p, "probe", json!({"host": denied})).expect_err(denied);
+        assert!(err.contains("not a plain host"), "{denied}: {err}");
+    }
+    for denied in ["api%2Einternal", "%61pi.internal", "localhost%2F"] {
+        let err = decide(&p, "probe_names", json!({"host": denied})).expect_err(denied);
+        assert!(err.contains("not a plain host"), "{denied}: {err}");
+    }
+}

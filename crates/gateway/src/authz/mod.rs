@@ -211,8 +211,9 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
             // IDNA mapping deletes default-ignorable characters (U+2060 and
             // the like), so a non-ASCII argument could name an allowlisted
             // host it does not spell: hosts from arguments are ASCII (IDNs
-            // as xn-- labels).
-            if !expanded_host.is_ascii() {
+            // as xn-- labels). The URL parser also percent-decodes a host
+            // before reading it ("127%2E1" is 127.0.0.1), so no '%' either.
+            if !expanded_host.is_ascii() || expanded_host.contains('%') {
                 return Err(Denial::HostNotPlain);
             }
             Cow::Owned(normalize_host(&expanded_host).ok_or(Denial::HostNotPlain)?)
