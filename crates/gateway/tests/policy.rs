@@ -37,7 +37,7 @@ fn the_example_policy_loads() {
     assert_eq!(policy.server.name, "example-gateway");
     assert_eq!(policy.server.on_invalid, OnInvalid::Close);
     assert_eq!(policy.server.max_frame_bytes, 4_194_304);
-    let names: Vec<_> = policy.tools.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<_> = policy.tools.iter().map(|t| &*t.name).collect();
     assert_eq!(names, ["service_status", "restart_service"]);
     assert!(matches!(policy.tools[1].target, TargetSpec::Ssh(_)));
 }
@@ -207,5 +207,37 @@ fn a_templated_host_must_be_a_name_when_its_placeholders_are_names() {
         ));
         Policy::from_toml(&text, Path::new("ok.toml"))
             .unwrap_or_else(|e| panic!("{host} must load: {e}"));
+    }
+}
+
+#[test]
+fn a_bracketed_ipv6_host_takes_a_port_only_after_its_closing_bracket() {
+    // "[::1]" splits at its last colon into "[:" and "1]": that is no port.
+    for (authority, allow, port) in [
+        ("[::1]", "[::1]:80", 80),
+        ("[::1]:8080", "[::1]:8080", 8080),
+        ("[0:0:0:0:0:0:0:1]", "[::1]:80", 80),
+    ] {
+        let text = tool(&format!(
+            "[tools.http]\nmethod = \"GET\"\nurl = \"http://{authority}/{{service}}\"\nallow = [\"{allow}\"]"
+        ));
+        let policy = Policy::from_toml(&text, Path::new("ok.toml"))
+            .unwrap_or_else(|e| panic!("{authority} must load: {e}"));
+        let TargetSpec::Http(http) = &policy.tools[0].target else {
+            panic!("an http tool")
+        };
+        assert_eq!(http.port.unwrap_or(80), port, "{authority}");
+    }
+    // Outside brackets a ']' is only a character no host name may hold.
+    for authority in ["a]:8080", "[::1]x:80"] {
+        let text = tool(&format!(
+            "[tools.http]\nmethod = \"GET\"\nurl = \"http://{authority}/{{service}}\"\nallow = [\"a:8080\"]"
+        ));
+        let message = error_of(&text);
+        assert!(message.contains("tools.http.url"), "{authority}: {message}");
+        assert!(
+            message.contains("is not a plain host name"),
+            "{authority}: {message}"
+        );
     }
 }

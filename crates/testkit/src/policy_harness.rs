@@ -93,6 +93,28 @@ fn check_refusal(err: &PolicyError, raw: Option<&Table>) {
                     faults.contains_key(&location.field),
                     "refused credential {name} the oracle finds sound: {shown}"
                 );
+            } else if location.field == "tools.http.url" && message.starts_with("port must be") {
+                // A port can be refused only where the authority has one: a
+                // colon after an IPv6 host's closing bracket, or any colon in
+                // an authority without brackets (RFC 3986's grammar; URL
+                // parsers forgive too much, e.g. an empty port, to judge the
+                // digits).
+                if let Some(template) = raw_url(raw, location.tool.as_deref()) {
+                    // The text as written: a placeholder holds no colon, and
+                    // a malformed one must not hide the colon it ends at.
+                    let rest = template.split_once("://").map_or("", |(_, r)| r);
+                    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+                    let has_port = match authority.strip_prefix('[') {
+                        Some(inner) => inner
+                            .split_once(']')
+                            .is_some_and(|(_, after)| after.starts_with(':')),
+                        None => authority.contains(':'),
+                    };
+                    assert!(
+                        has_port,
+                        "refused the port of {template:?}, whose authority has none: {shown}"
+                    );
+                }
             } else if EXACT_FIELDS.contains(&location.field.as_str()) {
                 let faults = Oracle::default().judge(raw);
                 assert!(
@@ -256,6 +278,17 @@ fn check_secrets(mut policy: Policy) {
             "credential {name} has no stand-in"
         );
     }
+}
+
+/// The raw `tools.http.url` of the tool a refusal names (by name, or by
+/// index when it has none).
+fn raw_url<'t>(raw: &'t Table, tool: Option<&str>) -> Option<&'t str> {
+    let tools = raw.get("tools")?.as_array()?;
+    let found = tools.iter().enumerate().find(|(i, t)| {
+        let name = t.get("name").and_then(toml::Value::as_str);
+        tool.is_some_and(|wanted| name == Some(wanted) || wanted == i.to_string())
+    });
+    found?.1.get("http")?.get("url")?.as_str()
 }
 
 /// The URL with each placeholder standing for a plain value: the URL parser

@@ -47,7 +47,9 @@ pub(super) fn parse_url_template(text: &str) -> Result<UrlTemplate, String> {
         return Err("must not carry user info ('@'); use a credential".into());
     }
     let (host_text, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+        // A bracketed IPv6 host holds colons of its own: only a colon after
+        // its closing bracket starts a port ("[::1]" has none).
+        Some((h, p)) if !authority.starts_with('[') || h.ends_with(']') => {
             let port = port_number(p).ok_or("port must be a literal number 1..=65535")?;
             (h, Some(port))
         }
