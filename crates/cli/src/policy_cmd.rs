@@ -84,7 +84,7 @@ pub fn warn_missing_credentials(policy: &Policy) {
             .tools
             .iter()
             .filter(|t| t.credential() == Some(name.as_str()))
-            .map(|t| t.name.as_str())
+            .map(|t| &*t.name)
             .collect();
         let _ = writeln!(
             stderr,

@@ -2,10 +2,10 @@
 //!
 //! Decisions, in the order a request meets them:
 //!
-//! - **Where it goes.** The request URI is made once, from the authorized
-//!   `url::Url`'s serialization; if the resulting `http::Uri` disagrees with
-//!   the `Url` about scheme, host or port (or carries user info), the call
-//!   is refused before any connection is made. No proxy is ever used (the
+//! - **Where it goes.** The authorized `http::Uri`, sent as is: authorization
+//!   parsed it with this client's URI type and held its scheme, host, port,
+//!   path and query to the policy, so nothing here re-reads or converts it.
+//!   No proxy is ever used (the
 //!   agent ignores `HTTP_PROXY`/`ALL_PROXY`/...), since a proxy would change
 //!   where the connection goes. Connections are not pooled: each call opens
 //!   exactly one connection of its own.
@@ -46,7 +46,6 @@ use portcullis_gateway::policy::HttpMethod;
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Executor, HttpRequest, Outcome};
 use thiserror::Error;
 use ureq::http;
-use url::Url;
 
 use crate::fmt_duration;
 use crate::output::{Overflow, read_capped, text_of};
@@ -56,14 +55,6 @@ use crate::scrub::Scrubber;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub(crate) enum HttpError {
-    /// The authorized URL does not parse as a request URI.
-    #[error("the authorized URL cannot be sent: {0}")]
-    InvalidUri(#[source] http::uri::InvalidUri),
-    /// The authorized URL would go elsewhere as a request URI.
-    #[error(
-        "the authorized URL cannot be sent: converting it to a request URI would change the scheme, host or port"
-    )]
-    UriChangesTarget,
     /// The request could not be assembled from its parts.
     #[error("the authorized URL cannot be sent: {0}")]
     Build(#[source] http::Error),
@@ -130,8 +121,8 @@ impl HttpExecutor {
         if failed {
             tracing::warn!(
                 tool = action.tool(),
-                host = req.url().host_str().unwrap_or(""),
-                port = req.url().port_or_known_default().unwrap_or(0),
+                host = req.host(),
+                port = req.port(),
                 elapsed_ms = elapsed.as_millis() as u64,
                 error = %outcome.text,
                 "http action failed"
@@ -139,8 +130,8 @@ impl HttpExecutor {
         } else {
             tracing::info!(
                 tool = action.tool(),
-                host = req.url().host_str().unwrap_or(""),
-                port = req.url().port_or_known_default().unwrap_or(0),
+                host = req.host(),
+                port = req.port(),
                 is_error = outcome.is_error,
                 elapsed_ms = elapsed.as_millis() as u64,
                 "http action finished"
@@ -155,7 +146,7 @@ impl HttpExecutor {
         req: &HttpRequest,
         scrubber: &Scrubber,
     ) -> Result<Outcome, HttpError> {
-        let uri = request_uri(req.url())?;
+        let uri = req.uri().clone();
         let (method, has_body) = match req.method() {
             HttpMethod::Get => (http::Method::GET, false),
             HttpMethod::Head => (http::Method::HEAD, false),
@@ -224,26 +215,6 @@ impl Executor for HttpExecutor {
     }
 }
 
-/// The one conversion from the authorized `Url` to the client's URI type.
-/// Refuses when it would change scheme, host or port.
-pub(crate) fn request_uri(url: &Url) -> Result<http::Uri, HttpError> {
-    let uri: http::Uri = url.as_str().parse().map_err(HttpError::InvalidUri)?;
-    let scheme_ok = uri.scheme_str() == Some(url.scheme());
-    let authority = uri.authority();
-    let host_ok = authority.map(|a| a.host()) == url.host_str();
-    let default = match url.scheme() {
-        "https" => 443,
-        _ => 80,
-    };
-    let port_ok = authority.and_then(|a| a.port_u16()).unwrap_or(default)
-        == url.port_or_known_default().unwrap_or(0);
-    let userinfo = authority.is_some_and(|a| a.as_str().contains('@'));
-    if !(scheme_ok && host_ok && port_ok) || userinfo {
-        return Err(HttpError::UriChangesTarget);
-    }
-    Ok(uri)
-}
-
 fn classify(err: ureq::Error, timeout: Duration) -> HttpError {
     match err {
         ureq::Error::Timeout(_) => HttpError::Timeout(timeout),
@@ -308,34 +279,6 @@ fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn uri_conversion_keeps_host_and_port() {
-        for text in [
-            "http://127.0.0.1:8080/a/b%20c?x=1&y=%7B%7D",
-            "https://example.com/",
-            "http://[::1]:9000/x",
-            "http://example.com:80/x",
-            "http://127.0.0.1:1/a%2Fb/%3F?q=a%26b",
-        ] {
-            let url = Url::parse(text).unwrap();
-            let uri = request_uri(&url).unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!(uri.host(), url.host_str(), "{text}");
-            assert_eq!(uri.to_string(), url.as_str(), "{text}");
-        }
-    }
-
-    #[test]
-    fn uri_conversion_of_characters_url_leaves_raw() {
-        // `url` leaves some characters unescaped (`|`, `^` in paths); the
-        // request URI must carry the serialization unchanged.
-        let mut url = Url::parse("http://127.0.0.1:8080/p").unwrap();
-        url.query_pairs_mut().append_pair("q", "{a|b}^`\\");
-        url.path_segments_mut().unwrap().push("{x}|^");
-        let uri = request_uri(&url).unwrap();
-        assert_eq!(uri.to_string(), url.as_str());
-        assert_eq!(uri.host(), Some("127.0.0.1"));
-    }
 
     #[test]
     fn agent_settings() {

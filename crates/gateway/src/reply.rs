@@ -73,7 +73,7 @@ pub fn tools_list(policy: &Policy, revision: Revision) -> Value {
         .iter()
         .map(|tool| {
             let mut t = Map::new();
-            t.insert("name".into(), Value::String(tool.name.clone()));
+            t.insert("name".into(), Value::String(tool.name.to_string()));
             if let Some(title) = &tool.title {
                 t.insert("title".into(), Value::String(title.clone()));
             }

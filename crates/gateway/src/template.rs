@@ -2,7 +2,7 @@
 //!
 //! A template is kept as pieces, never as a string to be formatted: expansion
 //! yields one plain string per URL component or argv element, and the caller
-//! turns those into data (`url::Url` via its setters, an argv vector).
+//! turns those into data (a URI's text, an argv vector).
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;

@@ -35,10 +35,7 @@ fn an_http_action_carries_the_policy_settings_and_the_expanded_url() {
         panic!("not http: {action:?}");
     };
     assert_eq!(http.method(), HttpMethod::Put);
-    assert_eq!(
-        http.url().as_str(),
-        "https://api.internal:8443/v1/a%20b?mode=x%26y"
-    );
+    assert_eq!(http.url(), "https://api.internal:8443/v1/a%20b?mode=x%26y");
     assert_eq!(http.max_response_bytes(), 4096);
     assert_eq!(
         action.describe_target(),

@@ -4,10 +4,12 @@
 //! with a message naming the member.
 
 use portcullis_gateway::mcp::params::{cancelled_request, initialize_params, tools_call_params};
+use portcullis_gateway::mcp::{Revision, modern_meta};
 mod common;
 
 use common::params::object as map;
-use portcullis_wire::{Id, Json};
+use portcullis_wire::strict_json::parse_json;
+use portcullis_wire::{Id, Json, Limits, Object};
 use serde_json::{Value, json};
 
 #[test]
@@ -85,6 +87,43 @@ fn a_tool_call_names_its_tool_and_may_carry_arguments_and_meta_only() {
     );
 }
 
+/// Params exactly as written (`json!` sorts its keys).
+fn written(text: &str) -> Object<'_> {
+    match parse_json(text, &Limits::default()) {
+        Ok(Json::Object(params)) => params,
+        other => panic!("{text}: {other:?}"),
+    }
+}
+
+#[test]
+fn an_unsupported_member_is_named_first_in_name_order_whatever_order_it_was_written_in() {
+    for text in [
+        r#"{"name":"t","zeta":1,"beta":2,"mid":3}"#,
+        r#"{"beta":2,"name":"t","zeta":1}"#,
+        r#"{"zeta":1,"mid":3,"beta":2,"name":"t","arguments":{}}"#,
+    ] {
+        let refusal = tools_call_params(Some(written(text))).unwrap_err();
+        assert_eq!(
+            refusal.message, "unsupported member \"beta\" in tools/call params",
+            "{text}"
+        );
+    }
+    // Each member is judged before any extra one, wherever it was written.
+    let refused = |text| tools_call_params(Some(written(text))).unwrap_err().message;
+    assert_eq!(
+        refused(r#"{"zeta":1,"name":7}"#),
+        "params.name must be a string"
+    );
+    assert_eq!(
+        refused(r#"{"zeta":1,"arguments":[],"name":"t"}"#),
+        "params.arguments must be an object"
+    );
+    assert_eq!(
+        refused(r#"{"zeta":1,"_meta":[],"name":"t"}"#),
+        "params._meta must be an object"
+    );
+}
+
 #[test]
 fn a_cancellation_names_a_string_or_integer_request_id() {
     let cancelled = |params: Value| cancelled_request(Some(&map(params)));
@@ -98,4 +137,28 @@ fn a_cancellation_names_a_string_or_integer_request_id() {
     assert_eq!(cancelled(json!({"requestId": null})), None);
     assert_eq!(cancelled(json!({"reason": "x"})), None);
     assert_eq!(cancelled_request(None), None);
+}
+
+#[test]
+fn a_modern_request_declaring_a_legacy_version_is_unsupported() {
+    // The modern `_meta` names a modern revision; a legacy one is not
+    // spoken there (it negotiates with `initialize`), so it is refused as
+    // an unsupported version, naming what is supported.
+    let meta = |version: &str| {
+        map(json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}))
+    };
+    assert_eq!(
+        modern_meta(Some(&meta("2026-07-28"))).unwrap(),
+        Revision::V2026_07_28
+    );
+    for legacy in ["2025-06-18", "2025-11-25"] {
+        let refusal = modern_meta(Some(&meta(legacy))).unwrap_err();
+        assert_eq!(refusal.code, -32022, "{legacy}");
+        let data = refusal.data.expect("the refusal names versions");
+        assert_eq!(data["supported"], json!(["2026-07-28"]), "{legacy}");
+        assert_eq!(data["requested"], legacy);
+    }
 }

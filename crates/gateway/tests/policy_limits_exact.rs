@@ -121,7 +121,7 @@ fn tool_names_are_one_to_128_plain_characters() {
         )
     };
     for ok in ["a", "A-z_0.9", &"n".repeat(128)] {
-        assert_eq!(load(&named(ok)).tools[0].name, ok);
+        assert_eq!(&*load(&named(ok)).tools[0].name, ok);
     }
     for bad in ["", "has space", "slash/name", "ünï", &"n".repeat(129)] {
         refused(&named(bad), "tools.name");

@@ -165,3 +165,75 @@ fn reads_of_one_frame_answer_in_another_order_than_one_read() {
     assert_ne!(whole.stdout, small.stdout);
     assert_eq!(whole.actions, small.actions);
 }
+
+/// A stream that hands out its bytes in reads of `size`, failing once with
+/// `kind` before the read that would start at `fail_at`.
+struct FailsOnce<'a> {
+    bytes: &'a [u8],
+    size: usize,
+    fail_at: usize,
+    kind: Option<std::io::ErrorKind>,
+    read: usize,
+}
+
+impl Read for FailsOnce<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.read >= self.fail_at
+            && let Some(kind) = self.kind.take()
+        {
+            return Err(std::io::Error::from(kind));
+        }
+        let n = self.size.min(buf.len()).min(self.bytes.len() - self.read);
+        buf[..n].copy_from_slice(&self.bytes[self.read..self.read + n]);
+        self.read += n;
+        Ok(n)
+    }
+}
+
+fn fails_once(bytes: &[u8], kind: std::io::ErrorKind) -> FailsOnce<'_> {
+    FailsOnce {
+        bytes,
+        size: 100,
+        fail_at: 300,
+        kind: Some(kind),
+        read: 0,
+    }
+}
+
+#[test]
+fn an_interrupted_read_is_retried_and_the_replay_goes_on() {
+    let bytes = capture();
+    let policy = policy(OnInvalid::KeepOpen);
+    let whole = run_session_unchecked(&policy, &bytes, &Chunking::Whole, &Recorder::default());
+    let mut stream = fails_once(&bytes, std::io::ErrorKind::Interrupted);
+    let streamed = run_session_reader(&policy, &mut stream, Reads::Whole, &Recorder::default())
+        .expect("an interrupted read is not an error");
+    same(&whole, &streamed, "a read interrupted once");
+}
+
+#[test]
+fn a_failed_read_ends_the_replay_with_its_error() {
+    let bytes = capture();
+    let policy = policy(OnInvalid::KeepOpen);
+    for reads in [Reads::Whole, Reads::Exactly(64)] {
+        let mut stream = fails_once(&bytes, std::io::ErrorKind::ConnectionReset);
+        let error = run_session_reader(&policy, &mut stream, reads, &Recorder::default())
+            .expect_err("a read that fails is not skipped");
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionReset,
+            "{reads:?}"
+        );
+    }
+}
+
+#[test]
+fn sized_chunking_cycles_through_its_sizes_and_counts_a_zero_as_one() {
+    let split = |sizes: Vec<usize>| Chunking::Sizes(sizes).split(b"abcdefgh");
+    assert_eq!(
+        split(vec![1, 2]),
+        [&b"a"[..], b"bc", b"d", b"ef", b"g", b"h"]
+    );
+    assert_eq!(split(vec![3, 0]), [&b"abc"[..], b"d", b"efg", b"h"]);
+    assert_eq!(split(vec![5]), [&b"abcde"[..], b"fgh"]);
+}

@@ -1,7 +1,8 @@
 //! Only schema keywords decide whether an object schema names properties:
 //! data that merely looks like a schema (an `examples` entry, an unknown
-//! keyword, a `prefixItems` branch, which applies to arrays) leaves a
-//! nested object schema that names no properties free-form. (The root is
+//! keyword, a `prefixItems` branch, which applies to arrays, a `$defs`
+//! entry, which describes an instance of its own) leaves a nested object
+//! schema that names no properties free-form. (The root is
 //! always closed: a tool that declares no arguments accepts none.)
 
 mod common;
@@ -45,5 +46,32 @@ fn an_in_place_branch_that_names_properties_closes_the_object() {
             !accepts(&schema, json!({"p": {"a": 1, "anything": 1}})),
             "{keyword}"
         );
+    }
+}
+
+#[test]
+fn properties_named_only_in_a_definition_do_not_close_the_object() {
+    // A `$defs` entry describes an instance of its own (it is closed
+    // itself); it is not a branch of the object that holds it.
+    for keyword in ["$defs", "definitions"] {
+        let schema = json!({
+            "type": "object",
+            "properties": {"p": {
+                "type": "object",
+                keyword: {"d": {"type": "object", "properties": {"a": {}}}},
+            }},
+        });
+        let compiled = ToolSchema::compile(schema.clone()).unwrap();
+        let p = &compiled.document()["properties"]["p"];
+        assert!(
+            p.get("additionalProperties").is_none() && p.get("unevaluatedProperties").is_none(),
+            "{keyword}: {p}"
+        );
+        assert_eq!(
+            p[keyword]["d"]["additionalProperties"],
+            json!(false),
+            "{keyword}: {p}"
+        );
+        assert!(accepts(&schema, json!({"p": {"anything": 1}})), "{keyword}");
     }
 }

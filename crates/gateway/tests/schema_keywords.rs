@@ -122,3 +122,18 @@ fn a_schema_that_is_not_an_object_is_refused() {
     let err = ToolSchema::compile(json!(true)).expect_err("must be refused");
     assert_eq!(err, "must be a table (a JSON Schema object)");
 }
+
+#[test]
+fn a_compiled_schema_debugs_as_its_document() {
+    // A policy's `Debug` (diagnostics, test failures) shows each tool's
+    // schema document, not the compiled validator.
+    let document = json!({
+        "type": "object",
+        "properties": {"service": {"type": "string", "pattern": "^[a-z-]+$"}},
+    });
+    let shown = format!("{:?}", ToolSchema::compile(document).unwrap());
+    assert!(shown.starts_with("ToolSchema {"), "{shown}");
+    for part in ["document:", "\"service\"", "\"^[a-z-]+$\""] {
+        assert!(shown.contains(part), "{part} not in {shown}");
+    }
+}

@@ -1,6 +1,6 @@
 //! Template expansion: a placeholder takes a string argument's text or an
 //! integer's decimal text, anything else is an error, and a template that
-//! is one string argument hands back that argument's text without a copy.
+//! is one literal or one string argument hands back that text without a copy.
 
 use std::borrow::Cow;
 
@@ -54,4 +54,14 @@ fn a_template_of_one_string_argument_borrows_its_text() {
         matches!(&expanded, Cow::Owned(text) if text == "12"),
         "{expanded:?}"
     );
+}
+
+#[test]
+fn a_template_of_one_literal_borrows_its_text_whatever_the_arguments() {
+    let template = Template::parse("v1").unwrap();
+    for arguments in [json!({}), json!({ "name": "billing" })] {
+        let arguments = args(arguments);
+        let expanded = template.expand_cow(&arguments).unwrap();
+        assert!(matches!(expanded, Cow::Borrowed("v1")), "{expanded:?}");
+    }
 }

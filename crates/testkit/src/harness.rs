@@ -133,11 +133,11 @@ pub fn stdin_bytes(data: &[u8]) {
 fn assert_allowlisted(target: &ActionTarget) {
     match target {
         ActionTarget::Http(h) => {
-            let url = h.url();
+            let uri = h.uri();
             assert_eq!(
-                (url.scheme(), url.host_str(), url.port_or_known_default()),
-                ("http", Some("127.0.0.1"), Some(8080)),
-                "HTTP action outside the allowlist: {url}"
+                (uri.scheme_str(), h.host(), h.port()),
+                (Some("http"), "127.0.0.1", 8080),
+                "HTTP action outside the allowlist: {uri}"
             );
         }
         ActionTarget::Ssh(s) => {

@@ -101,7 +101,7 @@ fn an_integer_placeholder_expands_to_its_decimal_spelling() {
     input.extend(call(2, "t", json!({"n": 42})));
     let report = run_session(&policy, &input, &Chunking::Whole);
     match report.actions.first().map(|a| a.target()) {
-        Some(ActionTarget::Http(h)) => assert_eq!(h.url().as_str(), "http://127.0.0.1:8080/x/42"),
+        Some(ActionTarget::Http(h)) => assert_eq!(h.url(), "http://127.0.0.1:8080/x/42"),
         other => panic!("{other:?}"),
     }
 }

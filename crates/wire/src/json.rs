@@ -129,6 +129,16 @@ impl Object<'static> {
     }
 }
 
+impl<'a> IntoIterator for Object<'a> {
+    type Item = (Cow<'a, str>, Json<'a>);
+    type IntoIter = std::vec::IntoIter<(Cow<'a, str>, Json<'a>)>;
+
+    /// The members, in input order, taken out.
+    fn into_iter(self) -> Self::IntoIter {
+        self.members.into_iter()
+    }
+}
+
 impl<'a> Object<'a> {
     /// An object of these members; the reader has refused duplicates.
     pub(crate) fn from_members(members: Vec<(Cow<'a, str>, Json<'a>)>) -> Self {

@@ -72,10 +72,7 @@ impl Journal {
             timeout_ms: u64,
         }
         let (host, port) = match action.target() {
-            ActionTarget::Http(h) => (
-                h.url().host_str().unwrap_or_default().to_owned(),
-                h.url().port_or_known_default().unwrap_or(0),
-            ),
+            ActionTarget::Http(h) => (h.host().to_owned(), h.port()),
             ActionTarget::Ssh(s) => (s.host().to_owned(), s.port()),
         };
         let body = Intent {

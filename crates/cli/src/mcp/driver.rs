@@ -440,7 +440,8 @@ impl Driver {
 /// its fixed size).
 pub(super) fn target_bytes(action: &AuthorizedAction) -> usize {
     match action.target() {
-        ActionTarget::Http(h) => h.url().as_str().len(),
+        // The whole URI text, as before it became an `http::Uri`.
+        ActionTarget::Http(h) => h.url().len(),
         ActionTarget::Ssh(s) => s.argv().iter().map(String::len).sum::<usize>() + s.host().len(),
     }
 }

@@ -3,9 +3,10 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use url::Url;
+use http::Uri;
 
 use crate::policy::HttpMethod;
 use crate::secrets::Secret;
@@ -14,7 +15,7 @@ use crate::secrets::Secret;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     pub(super) method: HttpMethod,
-    pub(super) url: Url,
+    pub(super) uri: Uri,
     pub(super) max_response_bytes: usize,
 }
 
@@ -23,9 +24,26 @@ impl HttpRequest {
     pub fn method(&self) -> HttpMethod {
         self.method
     }
-    /// The parsed, allowlisted URL. Executors use it as is.
-    pub fn url(&self) -> &Url {
-        &self.url
+    /// The request URI, parsed once by authorization and held to the
+    /// authorized target there. Executors send it as is.
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+    /// The URI's text, as the request line carries it.
+    pub fn url(&self) -> String {
+        self.uri.to_string()
+    }
+    /// The allowlisted host the request connects to.
+    pub fn host(&self) -> &str {
+        self.uri.host().unwrap_or_default()
+    }
+    /// The port the request connects to (the scheme's default when the
+    /// URI names none).
+    pub fn port(&self) -> u16 {
+        let scheme = self.uri.scheme_str().unwrap_or_default();
+        self.uri
+            .port_u16()
+            .unwrap_or(crate::host::default_port(scheme))
     }
     /// Response body cap.
     pub fn max_response_bytes(&self) -> usize {
@@ -85,7 +103,7 @@ pub enum ActionTarget {
 /// `Executor` trait takes nothing else.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthorizedAction {
-    pub(super) tool: String,
+    pub(super) tool: Arc<str>,
     pub(super) target: ActionTarget,
     pub(super) credential: Option<Secret>,
     pub(super) timeout: Duration,
@@ -135,7 +153,7 @@ pub struct TargetDisplay<'a>(&'a ActionTarget);
 impl fmt::Display for TargetDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            ActionTarget::Http(h) => write!(f, "{} {}", h.method.as_str(), h.url),
+            ActionTarget::Http(h) => write!(f, "{} {}", h.method.as_str(), h.uri),
             ActionTarget::Ssh(s) => {
                 write!(f, "{}@{}:{} ", s.user, s.host, s.port)?;
                 for (i, arg) in s.argv.iter().enumerate() {

@@ -5,14 +5,19 @@
 //! plain strings, the target is checked against the allowlist, the
 //! credential must be bound and present — and only then is anything built
 //! that an executor could use to touch a network or a process (a parsed
-//! `Url`, an argv vector).
+//! `http::Uri`, an argv vector).
+//!
+//! The URI is the executor's own type: the `http` crate's parser, which the
+//! HTTP client sends through, reads the built text once, here, and the
+//! parse-back compares what it read with what was checked. No second
+//! parser stands between the check and the request line.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 
+use http::Uri;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
-use url::Url;
 
 use crate::host::{default_port, normalize_host};
 use crate::policy::{HttpSpec, SshSpec, TargetSpec, ToolSpec};
@@ -235,7 +240,6 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
             let _ = write!(text, "{}://{}:{}", spec.scheme, host, port);
         }
     }
-    let path_start = text.len();
     let mut segments = Vec::with_capacity(spec.path.len());
     for (i, t) in spec.path.iter().enumerate() {
         let segment = expand(t, call, Component::PathSegment(i))?;
@@ -249,7 +253,6 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
     if segments.is_empty() {
         text.push('/');
     }
-    let query_start = text.len();
     let mut query = Vec::with_capacity(spec.query.len());
     for (i, (key, t)) in spec.query.iter().enumerate() {
         let value = expand(t, call, Component::QueryValue(key.clone()))?;
@@ -266,67 +269,60 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
     if text.len() > MAX_URL_BYTES {
         return Err(Denial::UrlTooLong(MAX_URL_BYTES));
     }
-    let url = match &spec.literal_origin {
-        // The origin was parsed at load; the parser still reads the path
-        // and query it is given, and the result is parsed back below like
-        // any other URL.
-        Some(origin) => {
-            let mut url = origin.base.clone();
-            url.set_path(&text[path_start..query_start]);
-            url.set_query(text.get(query_start + 1..).filter(|_| !query.is_empty()));
-            url
-        }
-        None => Url::parse(&text).map_err(|_| Denial::Unfaithful("the URL does not parse"))?,
-    };
-    faithful(&url, &spec.scheme, target, &segments, &query)?;
+    let uri = parse_back(text, &spec.scheme, target, &segments, &query)?;
     Ok(HttpRequest {
         method: spec.method,
-        url,
+        uri,
         max_response_bytes: spec.max_response_bytes,
     })
 }
 
-/// Parse the URL the executor will use back into its components, with our
-/// own splitting and decoding, and require each to be exactly what was
-/// authorized: scheme, allowlisted host and port, no userinfo or fragment,
-/// the template's segment count with each segment decoding to its
-/// expansion, the template's query keys in order with each value decoding
-/// to its expansion.
+/// Read the built `text` with the executor's URI parser and hold what it
+/// read to what was authorized ([`faithful`]). That parser drops a
+/// fragment rather than refusing it, so a `#` is refused before it reads.
+fn parse_back(
+    text: String,
+    scheme: &str,
+    target: Authority<'_>,
+    segments: &[Cow<'_, str>],
+    query: &[(&str, Cow<'_, str>)],
+) -> Result<Uri, Denial> {
+    if text.as_bytes().contains(&b'#') {
+        return Err(Denial::Unfaithful("the URL has a fragment"));
+    }
+    let uri = Uri::try_from(text).map_err(|_| Denial::Unfaithful("the URL does not parse"))?;
+    faithful(&uri, scheme, target, segments, query)?;
+    Ok(uri)
+}
+
+/// Take the URI the executor will send apart, with our own splitting and
+/// decoding, and require each part to be exactly what was authorized:
+/// scheme, allowlisted host and port, no userinfo, the template's segment
+/// count with each segment decoding to its expansion, the template's query
+/// keys in order with each value decoding to its expansion.
 fn faithful(
-    url: &Url,
+    uri: &Uri,
     scheme: &str,
     target: Authority<'_>,
     segments: &[Cow<'_, str>],
     query: &[(&str, Cow<'_, str>)],
 ) -> Result<(), Denial> {
-    let text = url.as_str();
-    let rest = text
-        .strip_prefix(scheme)
-        .and_then(|r| r.strip_prefix("://"))
-        .ok_or(Denial::Unfaithful("the scheme changed"))?;
-    if text.as_bytes().contains(&b'#') {
-        return Err(Denial::Unfaithful("the URL has a fragment"));
+    if uri.scheme_str() != Some(scheme) {
+        return Err(Denial::Unfaithful("the scheme changed"));
     }
-    let authority_end = rest
-        .bytes()
-        .position(|b| b == b'/' || b == b'?')
-        .unwrap_or(rest.len());
-    let (authority, rest) = rest.split_at(authority_end);
+    let authority = uri.authority().map_or("", |a| a.as_str());
     if authority.as_bytes().contains(&b'@') {
         return Err(Denial::Unfaithful("the URL has user info"));
     }
     if !authority_is(authority, scheme, target) {
         return Err(Denial::Unfaithful("the host or port changed"));
     }
-    if !parser_agrees(url, target) {
+    if !parser_agrees(uri, scheme, target) {
         return Err(Denial::Unfaithful(
-            "the URL parser reads another authority or a fragment",
+            "the URI parser reads another host or port",
         ));
     }
-    let (path, query_text) = match rest.split_once('?') {
-        Some((p, q)) => (p, Some(q)),
-        None => (rest, None),
-    };
+    let (path, query_text) = (uri.path(), uri.query());
     let built = path
         .strip_prefix('/')
         .ok_or(Denial::Unfaithful("the path lost its root"))?;
@@ -373,17 +369,13 @@ fn authority_is(authority: &str, scheme: &str, target: Authority<'_>) -> bool {
     explicit || default
 }
 
-/// The same facts read through the `url` crate's accessors, which the
-/// executor connects by: no fragment, no user info, the target's host and
-/// port. They derive from the serialization the text checks read, so no
-/// URL passes those and fails this (its mutants are listed as equivalent
-/// in `.cargo/mutants.toml`); it stays because the executor uses them.
-fn parser_agrees(url: &Url, target: Authority<'_>) -> bool {
-    url.fragment().is_none()
-        && url.username().is_empty()
-        && url.password().is_none()
-        && url.host_str() == Some(target.host)
-        && url.port_or_known_default() == Some(target.port)
+/// The same facts read through the URI's accessors, which the executor
+/// connects by: the target's host and port. They derive from the authority
+/// text [`authority_is`] reads, so no URI passes that and fails this (its
+/// mutants are listed as equivalent in `.cargo/mutants.toml`); it stays
+/// because the executor uses them.
+fn parser_agrees(uri: &Uri, scheme: &str, target: Authority<'_>) -> bool {
+    uri.host() == Some(target.host) && uri.port_u16().unwrap_or(default_port(scheme)) == target.port
 }
 
 /// How many pieces `text` splits into at `separator`.
@@ -513,7 +505,7 @@ mod tests {
         let segments: Vec<Cow<'_, str>> = segments.iter().map(|s| Cow::Borrowed(*s)).collect();
         let query: Vec<(&str, Cow<'_, str>)> =
             query.iter().map(|(k, v)| (*k, Cow::Borrowed(*v))).collect();
-        faithful(&Url::parse(url).unwrap(), "http", target, &segments, &query)
+        parse_back(url.to_owned(), "http", target, &segments, &query).map(|_| ())
     }
 
     #[test]
@@ -565,6 +557,26 @@ mod tests {
             assert!(!http(wrong, "127.0.0.1", 8080), "{wrong:?}");
         }
         assert!(!http("127.0.0.2", "127.0.0.1", 80));
+    }
+
+    #[test]
+    fn the_uri_parser_drops_a_fragment_so_it_is_refused_before_it_reads() {
+        // Why parse_back looks for '#' in the text: the URI it hands the
+        // executor would not show one.
+        let uri: Uri = "http://127.0.0.1:8080/a#f".parse().unwrap();
+        assert_eq!(uri.to_string(), "http://127.0.0.1:8080/a");
+        assert_eq!(
+            check("http://127.0.0.1:8080/a?k=v#f", &["a"], &[("k", "v")]),
+            Err(Denial::Unfaithful("the URL has a fragment"))
+        );
+    }
+
+    #[test]
+    fn the_uri_parser_refuses_what_it_cannot_send() {
+        assert_eq!(
+            check("http://127.0.0.1:8080/a b", &["a b"], &[]),
+            Err(Denial::Unfaithful("the URL does not parse"))
+        );
     }
 
     #[test]

@@ -60,14 +60,30 @@ pub struct ToolsCall<'a> {
 /// `_meta` are refused: a call the gateway does not fully understand is
 /// not executed.
 pub fn tools_call_params(params: Option<Object<'_>>) -> Result<ToolsCall<'_>, Refusal> {
-    let mut params =
+    let params =
         params.ok_or_else(|| Refusal::new(INVALID_PARAMS, "tools/call requires params"))?;
-    let name = match params.remove("name") {
+    // One pass over the members (the reader refused duplicates); the checks
+    // below then run in a fixed order, whatever order the client wrote.
+    let (mut name, mut arguments, mut meta) = (None, None, None);
+    let mut extra: Option<Cow<'_, str>> = None;
+    for (key, value) in params {
+        match &*key {
+            "name" => name = Some(value),
+            "arguments" => arguments = Some(value),
+            "_meta" => meta = Some(value),
+            _ => {
+                if extra.as_deref().is_none_or(|first| *key < *first) {
+                    extra = Some(key);
+                }
+            }
+        }
+    }
+    let name = match name {
         Some(Json::String(name)) => name,
         Some(_) => return Err(Refusal::new(INVALID_PARAMS, "params.name must be a string")),
         None => return Err(Refusal::new(INVALID_PARAMS, "params.name is required")),
     };
-    let arguments = match params.remove("arguments") {
+    let arguments = match arguments {
         None => Object::default(),
         Some(Json::Object(a)) => a,
         Some(_) => {
@@ -77,7 +93,7 @@ pub fn tools_call_params(params: Option<Object<'_>>) -> Result<ToolsCall<'_>, Re
             ));
         }
     };
-    match params.remove("_meta") {
+    match meta {
         None | Some(Json::Object(_)) => {}
         Some(_) => {
             return Err(Refusal::new(
@@ -87,12 +103,12 @@ pub fn tools_call_params(params: Option<Object<'_>>) -> Result<ToolsCall<'_>, Re
         }
     }
     // The first in name order, whatever order the client wrote them in.
-    if let Some(extra) = params.keys().min() {
+    if let Some(extra) = extra {
         return Err(Refusal::new(
             INVALID_PARAMS,
             format!(
                 "unsupported member {} in tools/call params",
-                portcullis_wire::strict_json::display_name(extra)
+                portcullis_wire::strict_json::display_name(&extra)
             ),
         ));
     }

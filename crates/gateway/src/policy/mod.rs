@@ -219,11 +219,9 @@ pub struct HttpSpec {
 pub struct LiteralOrigin {
     /// The normalized host (as in the allowlist).
     pub host: String,
-    /// `scheme://host:port`, the text a built URL starts with.
+    /// `scheme://host:port`, the text a built URL starts with (the built
+    /// URL is parsed back whole, like any other).
     pub text: String,
-    /// `scheme://host:port/` parsed: each call's URL is this with its path
-    /// and query set, and is parsed back like any other.
-    pub base: url::Url,
 }
 
 /// An SSH tool's target.
@@ -259,8 +257,9 @@ pub enum TargetSpec {
 /// One `[[tools]]` entry.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
-    /// The tool name clients call.
-    pub name: String,
+    /// The tool name clients call (shared: every action of the tool names
+    /// it without a copy).
+    pub name: Arc<str>,
     /// Optional display title.
     pub title: Option<String>,
     /// Description for the model.
@@ -401,6 +400,6 @@ impl Policy {
 
     /// The tool called `name`.
     pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
-        self.tools.iter().find(|t| t.name == name)
+        self.tools.iter().find(|t| *t.name == *name)
     }
 }

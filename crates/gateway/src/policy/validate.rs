@@ -240,7 +240,7 @@ impl Validator<'_> {
             ));
         }
         Ok(ToolSpec {
-            name: raw.name,
+            name: raw.name.into(),
             title: raw.title,
             description: raw.description,
             timeout,
@@ -312,13 +312,10 @@ impl Validator<'_> {
                 ));
             }
             let text = format!("{}://{normalized}:{port}", url.scheme);
-            literal_origin = url::Url::parse(&format!("{text}/"))
-                .ok()
-                .map(|base| LiteralOrigin {
-                    host: normalized,
-                    text,
-                    base,
-                });
+            literal_origin = Some(LiteralOrigin {
+                host: normalized,
+                text,
+            });
         }
         let max_response_bytes = output_cap(raw.max_response_bytes).ok_or_else(|| {
             self.err(

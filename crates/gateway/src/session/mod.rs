@@ -17,9 +17,9 @@
 //! [`Counters`]: every record leaves as an effect.
 
 mod config;
+mod in_flight;
 mod refuse;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use portcullis_wire::codes::METHOD_NOT_FOUND;
@@ -39,12 +39,7 @@ use crate::mcp::{self, McpRequest, Revision, SessionState};
 use crate::policy::Policy;
 use crate::secrets::SecretStore;
 use crate::{reply, schema};
-
-#[derive(Debug)]
-struct InFlight {
-    id: Id,
-    revision: Revision,
-}
+use in_flight::{InFlight, Tickets};
 
 /// One MCP session's boundary.
 #[derive(Debug)]
@@ -59,7 +54,7 @@ struct Core {
     secrets: Arc<SecretStore>,
     config: Config,
     mcp: SessionState,
-    in_flight: BTreeMap<u64, InFlight>,
+    in_flight: Tickets,
     next_ticket: u64,
     closed: bool,
     counters: Counters,
@@ -80,7 +75,7 @@ impl Gateway {
                 secrets: secrets.into(),
                 config,
                 mcp: SessionState::new(config.max_id_bytes, config.max_session_ids),
-                in_flight: BTreeMap::new(),
+                in_flight: Tickets::default(),
                 next_ticket: 0,
                 closed: false,
                 counters: Counters::default(),
@@ -202,9 +197,7 @@ impl Core {
                 self.write(Outbound::Error { id, error }, effects);
             }
             McpRequest::Cancelled(id) => {
-                let ticket = self.in_flight.iter().find(|(_, f)| f.id == id);
-                if let Some(ticket) = ticket.map(|(t, _)| *t) {
-                    self.in_flight.remove(&ticket);
+                if let Some(ticket) = self.in_flight.remove_id(&id) {
                     effects.push(Effect::Cancel(Ticket(ticket)));
                 }
             }
@@ -249,7 +242,7 @@ impl Core {
     ) {
         let ticket = Ticket(self.next_ticket);
         self.next_ticket += 1;
-        self.in_flight.insert(ticket.0, InFlight { id, revision });
+        self.in_flight.push(ticket.0, InFlight { id, revision });
         self.counters.executor_calls += 1;
         effects.push(Effect::Execute {
             ticket,
@@ -263,7 +256,7 @@ impl Core {
         if self.closed {
             return;
         }
-        if let Some(f) = self.in_flight.remove(&ticket.0) {
+        if let Some(f) = self.in_flight.remove(ticket.0) {
             let result = reply::call_tool(f.revision, &outcome.text, outcome.is_error);
             self.respond(f.id, result, effects);
         }

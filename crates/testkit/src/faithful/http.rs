@@ -15,7 +15,8 @@ pub(super) fn check_http(
     args: &Map<String, Value>,
     request: &HttpRequest,
 ) -> Result<(), String> {
-    let url = request.url().as_str();
+    let sent = request.url();
+    let url = sent.as_str();
     if request.method().as_str() != t.method {
         return Err(format!(
             "method {} is not the template's {}",

@@ -11,13 +11,12 @@ pub type Predicted = (String, String);
 /// The key of a recorded action, comparable with a prediction.
 pub fn key_of(action: &AuthorizedAction) -> Predicted {
     let key = match action.target() {
-        ActionTarget::Http(h) if action.tool() == "region_probe" => {
-            h.url().host_str().unwrap_or_default().to_owned()
-        }
+        ActionTarget::Http(h) if action.tool() == "region_probe" => h.host().to_owned(),
         ActionTarget::Http(h) => h
-            .url()
-            .path_segments()
-            .and_then(|mut s| s.next_back())
+            .uri()
+            .path()
+            .rsplit('/')
+            .next()
             .unwrap_or_default()
             .to_owned(),
         ActionTarget::Ssh(s) => s.argv().last().cloned().unwrap_or_default(),
