@@ -91,6 +91,39 @@ fn over_long_line_is_never_buffered_beyond_the_cap() {
 }
 
 #[test]
+fn buffered_counts_the_bytes_of_the_incomplete_frame() {
+    // The drivers' memory accounting reads this figure; a bound alone
+    // (above) would not notice it stuck at a constant.
+    let mut reader = FrameReader::new(16);
+    let mut frames = Vec::new();
+    let mut sink = |_, ev: FrameEvent<'_>| {
+        if let FrameEvent::Frame(f) = ev {
+            frames.push(f.to_vec())
+        }
+    };
+    assert_eq!(reader.buffered(), 0);
+    reader.feed(b"abc", &mut sink);
+    assert_eq!(reader.buffered(), 3);
+    reader.feed(b"defgh", &mut sink);
+    assert_eq!(reader.buffered(), 8);
+    reader.feed(b"ij\nkl", &mut sink);
+    assert_eq!(
+        reader.buffered(),
+        2,
+        "only the frame after the newline stays"
+    );
+    reader.feed(&[b'x'; 20], &mut sink);
+    assert_eq!(
+        reader.buffered(),
+        0,
+        "an over-long frame is dropped, not kept"
+    );
+    reader.feed(b"\nm", &mut sink);
+    assert_eq!(reader.buffered(), 1);
+    assert_eq!(frames, [b"abcdefghij".to_vec()]);
+}
+
+#[test]
 fn frame_of_exactly_the_cap_is_accepted_with_or_without_cr() {
     assert_eq!(
         split(b"0123456789\n", 10, 1),
