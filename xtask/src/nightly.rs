@@ -2,7 +2,7 @@
 //! a budget, fold new coverage into `corpus/`, turn crashes into minimized
 //! regression candidates, and write a report.
 //!
-//! In order: [`build`] (toolchain, cargo-fuzz, `cargo fuzz build`, once per
+//! In order: [`build`] (toolchain, cargo-fuzz, one build per
 //! sanitizer of the [`plan`]), [`fuzz`] (per target, one libFuzzer run per
 //! sanitizer over the same working corpus, then the corpus merge),
 //! [`triage`] (minimize and summarize each crash into a candidate); this

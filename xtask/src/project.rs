@@ -8,12 +8,12 @@ use anyhow::{Context, Result, bail};
 /// The sanitizer fuzz targets are built with (`cargo fuzz build --sanitizer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Sanitizer {
-    /// AddressSanitizer: needs a nightly toolchain.
+    /// AddressSanitizer on every crate, with compare tracing on the
+    /// boundary crates (see `nightly::build`): needs a nightly toolchain.
     Address,
-    /// No sanitizer, and coverage only on the boundary crates without
-    /// compare tracing (see `nightly::build`): several times faster, but
-    /// slower to guess integers the code compares with; the nightly's
-    /// AddressSanitizer share keeps cargo-fuzz's full instrumentation.
+    /// No sanitizer, and no compare tracing: several times faster, but
+    /// slower to guess bytes the code compares with; the nightly's
+    /// AddressSanitizer share keeps compare tracing.
     None,
 }
 

@@ -358,3 +358,77 @@ fn a_percent_escaped_host_is_not_a_plain_host() {
         assert!(err.contains("not a plain host"), "{denied}: {err}");
     }
 }
+
+/// A literal host's origin is read by the URI parser once, at load, and
+/// lends each call's URI its scheme and authority: the URI a call gets must
+/// be the one that parser reads from the URI's whole text, whatever the
+/// scheme, port and host form.
+#[test]
+fn a_uri_built_on_the_origin_read_at_load_is_the_one_its_text_parses_to() {
+    let policy = bind(
+        r#"
+[server]
+name = "t"
+
+[[tools]]
+name = "plain"
+[tools.http]
+method = "GET"
+url = "http://127.0.0.1/a/{p}?q={p}&r=x"
+allow = ["127.0.0.1:80"]
+[tools.input_schema]
+type = "object"
+required = ["p"]
+properties.p = { type = "string" }
+
+[[tools]]
+name = "tls"
+[tools.http]
+method = "GET"
+url = "https://API.Example.com:8443/{p}"
+allow = ["api.example.com:8443"]
+[tools.input_schema]
+type = "object"
+required = ["p"]
+properties.p = { type = "string" }
+
+[[tools]]
+name = "v6"
+[tools.http]
+method = "GET"
+url = "http://[::1]:9000/{p}"
+allow = ["[::1]:9000"]
+[tools.input_schema]
+type = "object"
+required = ["p"]
+properties.p = { type = "string" }
+"#,
+        &[],
+    );
+    for (tool, want) in [
+        ("plain", "http://127.0.0.1:80/a/x%20y%3F?q=x%20y%3F&r=x"),
+        ("tls", "https://api.example.com:8443/x%20y%3F"),
+        ("v6", "http://[::1]:9000/x%20y%3F"),
+    ] {
+        let action = authorize_call(&policy, tool, json!({"p": "x y?"})).expect(tool);
+        let ActionTarget::Http(h) = action.target() else {
+            panic!("{tool}: not http")
+        };
+        let reparsed: http::Uri = h.url().parse().expect(tool);
+        assert_eq!(h.uri(), &reparsed, "{tool}");
+        assert_eq!(
+            (
+                h.uri().scheme(),
+                h.uri().authority(),
+                h.uri().path_and_query()
+            ),
+            (
+                reparsed.scheme(),
+                reparsed.authority(),
+                reparsed.path_and_query()
+            ),
+            "{tool}"
+        );
+        assert_eq!(h.url(), want, "{tool}");
+    }
+}

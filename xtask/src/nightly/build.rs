@@ -1,29 +1,13 @@
-//! Building: the toolchain and cargo-fuzz the nightly needs, one `cargo fuzz
-//! build` of the targets with AddressSanitizer, and the fast `none` build
-//! that instruments only the boundary crates.
+//! Building: the toolchain and cargo-fuzz the nightly needs, and the two
+//! builds of the targets — the fast `none` build and the AddressSanitizer
+//! build — both with coverage on the boundary crates only.
 
-use std::ffi::OsString;
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
 use crate::process::{self, capture, cargo, describe, run_visible};
 use crate::project::{Project, Sanitizer};
-
-/// `cargo fuzz build` flags of the AddressSanitizer build. `-O --debug-assertions`
-/// is what plain `cargo fuzz build` does: optimized, with overflow checks.
-pub fn build_flags(project: &Project, sanitizer: Sanitizer, host: &str) -> Vec<OsString> {
-    vec![
-        "-O".into(),
-        "--debug-assertions".into(),
-        "--sanitizer".into(),
-        sanitizer.as_str().into(),
-        "--target".into(),
-        host.into(),
-        "--target-dir".into(),
-        project.fuzz_target_dir(sanitizer).into(),
-    ]
-}
 
 /// Fails with a clear message unless `rustc +<toolchain>` works; returns its version.
 pub(crate) fn ensure_toolchain(toolchain: &str) -> Result<String> {
@@ -78,7 +62,7 @@ fn find_cxx() -> Option<String> {
         })
 }
 
-/// The crates whose code is the boundary: the only ones the fast build
+/// The crates whose code is the boundary: the only ones either build
 /// instruments for coverage. A profile of `stdin_bytes` under cargo-fuzz's
 /// flags showed most of its coverage work in dependencies (jsonschema,
 /// regex, url, serde) and the testkit's oracles, which steer the fuzzer
@@ -90,11 +74,8 @@ pub const INSTRUMENTED_CRATES: [&str; 3] =
 /// overflow checks, as every cargo-fuzz build has them.
 const CHECKED_CRATES: [&str; 2] = ["portcullis-testkit", "portcullis-fuzz"];
 
-/// Coverage flags of the fast build: cargo-fuzz's edge counters, PC table
-/// and stack depth, without compare tracing (`-sanitizer-coverage-trace-
-/// compares`, a call per comparison: ≈ 40% of that profile). The
-/// AddressSanitizer share keeps cargo-fuzz's full instrumentation over the
-/// same working corpus, so compare-guided mutation still feeds it.
+/// Coverage flags of both builds: cargo-fuzz's edge counters, PC table and
+/// stack depth.
 const COVERAGE_FLAGS: [&str; 6] = [
     "-Cpasses=sancov-module",
     "-Cllvm-args=-sanitizer-coverage-level=4",
@@ -104,10 +85,16 @@ const COVERAGE_FLAGS: [&str; 6] = [
     "-Cllvm-args=-simplifycfg-branch-fold-threshold=0",
 ];
 
-/// `--config` values giving each crate of ours its flags, through cargo's
-/// unstable per-package `rustflags` (`-Zprofile-rustflags`): `RUSTFLAGS`
-/// reach every crate alike.
-pub fn lean_package_configs() -> Vec<String> {
+/// Compare tracing (a call per comparison, which feeds libFuzzer the
+/// operands to splice into inputs): ≈ 40% of the fast build's profile, so
+/// only the AddressSanitizer build has it, on the boundary crates — where
+/// the comparisons that matter are (method names, keys, tool names).
+const TRACE_COMPARES: &str = "-Cllvm-args=-sanitizer-coverage-trace-compares";
+
+/// `--config` values giving each crate of ours its flags for a build with
+/// `sanitizer`, through cargo's unstable per-package `rustflags`
+/// (`-Zprofile-rustflags`): `RUSTFLAGS` reach every crate alike.
+pub fn package_configs(sanitizer: Sanitizer) -> Vec<String> {
     let list = |flags: &[&str]| {
         flags
             .iter()
@@ -115,10 +102,15 @@ pub fn lean_package_configs() -> Vec<String> {
             .collect::<Vec<_>>()
             .join(",")
     };
+    let compares = match sanitizer {
+        Sanitizer::Address => Some(TRACE_COMPARES),
+        Sanitizer::None => None,
+    };
     let instrumented = list(
         &COVERAGE_FLAGS
             .iter()
             .copied()
+            .chain(compares)
             .chain(["-Cdebug-assertions"])
             .collect::<Vec<_>>(),
     );
@@ -134,11 +126,28 @@ pub fn lean_package_configs() -> Vec<String> {
         .collect()
 }
 
-/// The fast (`none`) build: no sanitizer, coverage on the boundary crates
-/// only. Same binary paths as `cargo fuzz build --sanitizer none`.
-fn lean_build_command(
+/// What `RUSTFLAGS` carries, for every crate: the `fuzzing` cfg and one
+/// codegen unit (so that ThinLTO can still inline across instrumented
+/// code), as cargo-fuzz sets them; under AddressSanitizer the sanitizer
+/// itself and debug assertions, as `cargo fuzz build -O
+/// --debug-assertions` gives every crate — memory checks and assertions
+/// stay in the dependencies; only their coverage counters go.
+fn global_rustflags(sanitizer: Sanitizer) -> &'static str {
+    match sanitizer {
+        Sanitizer::None => "--cfg fuzzing -Ccodegen-units=1",
+        Sanitizer::Address => {
+            "--cfg fuzzing -Ccodegen-units=1 -Zsanitizer=address -Cdebug-assertions"
+        }
+    }
+}
+
+/// The build of the targets with `sanitizer`: coverage on the boundary
+/// crates only. Same binary paths as `cargo fuzz build --sanitizer <s>`
+/// (with the nightly's target dirs).
+fn build_command(
     project: &Project,
     toolchain: &str,
+    sanitizer: Sanitizer,
     host: &str,
     target: Option<&String>,
 ) -> Command {
@@ -148,16 +157,14 @@ fn lean_build_command(
         .args(["--config", "profile.release.debug=\"line-tables-only\""])
         .args(["--target", host])
         .arg("--target-dir")
-        .arg(project.fuzz_target_dir(Sanitizer::None));
-    for config in lean_package_configs() {
+        .arg(project.fuzz_target_dir(sanitizer));
+    for config in package_configs(sanitizer) {
         cmd.arg("--config").arg(config);
     }
     if let Some(target) = target {
         cmd.args(["--bin", target]);
     }
-    // What cargo-fuzz sets for every crate: the `fuzzing` cfg, and one
-    // codegen unit so that ThinLTO can still inline across instrumented code.
-    cmd.env("RUSTFLAGS", "--cfg fuzzing -Ccodegen-units=1");
+    cmd.env("RUSTFLAGS", global_rustflags(sanitizer));
     cmd
 }
 
@@ -176,17 +183,7 @@ pub(crate) fn build(
         targets.iter().map(Some).collect()
     };
     for target in runs {
-        let mut cmd = match sanitizer {
-            Sanitizer::None => lean_build_command(project, toolchain, host, target),
-            Sanitizer::Address => {
-                let mut cmd = cargo(Some(toolchain));
-                cmd.current_dir(&project.root)
-                    .args(["fuzz", "build"])
-                    .args(build_flags(project, sanitizer, host));
-                cmd.args(target);
-                cmd
-            }
-        };
+        let mut cmd = build_command(project, toolchain, sanitizer, host, target);
         println!("==> {}", describe(&cmd));
         if let Err(e) = run_visible(&mut cmd) {
             if find_cxx().is_none() {
@@ -234,45 +231,80 @@ mod tests {
         }
     }
 
-    #[test]
-    fn lean_configs_give_coverage_to_the_boundary_and_checks_to_all_ours() {
-        let configs = lean_package_configs();
-        let wire = configs
+    fn configured<'a>(configs: &'a [String], krate: &str) -> &'a str {
+        let prefix = format!("profile.release.package.{krate}.rustflags=");
+        configs
             .iter()
-            .find(|c| c.starts_with("profile.release.package.portcullis-wire.rustflags="))
-            .expect("wire is configured");
-        assert!(wire.contains("\"-Cpasses=sancov-module\""), "{wire}");
-        assert!(wire.contains("\"-Cdebug-assertions\""), "{wire}");
-        assert!(!wire.contains("trace-compares"), "{wire}");
-        let testkit = configs
-            .iter()
-            .find(|c| c.starts_with("profile.release.package.portcullis-testkit.rustflags="))
-            .expect("testkit is configured");
-        assert_eq!(
-            testkit,
-            "profile.release.package.portcullis-testkit.rustflags=[\"-Cdebug-assertions\"]"
-        );
+            .find(|c| c.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("{krate} is not configured: {configs:?}"))
     }
 
     #[test]
-    fn build_flags_pin_profile_triple_and_target_dir() {
+    fn both_builds_give_coverage_to_the_boundary_and_checks_to_all_ours() {
+        for sanitizer in [Sanitizer::None, Sanitizer::Address] {
+            let configs = package_configs(sanitizer);
+            for krate in INSTRUMENTED_CRATES {
+                let flags = configured(&configs, krate);
+                assert!(flags.contains("\"-Cpasses=sancov-module\""), "{flags}");
+                assert!(flags.contains("\"-Cdebug-assertions\""), "{flags}");
+                assert_eq!(
+                    flags.contains("trace-compares"),
+                    sanitizer == Sanitizer::Address,
+                    "compare tracing only under ASan: {flags}"
+                );
+            }
+            for krate in CHECKED_CRATES {
+                assert_eq!(
+                    configured(&configs, krate),
+                    format!("profile.release.package.{krate}.rustflags=[\"-Cdebug-assertions\"]")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_asan_build_has_the_sanitizer_and_both_have_the_fuzzing_cfg() {
+        let none = global_rustflags(Sanitizer::None);
+        let asan = global_rustflags(Sanitizer::Address);
+        assert!(!none.contains("sanitizer"), "{none}");
+        assert!(asan.contains("-Zsanitizer=address"), "{asan}");
+        assert!(asan.contains("-Cdebug-assertions"), "{asan}");
+        for flags in [none, asan] {
+            assert!(flags.contains("--cfg fuzzing"), "{flags}");
+            assert!(
+                !flags.contains("sancov"),
+                "coverage is per package: {flags}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_build_has_its_own_target_dir_and_pins_profile_and_triple() {
         let project = Project {
             root: PathBuf::from("/repo"),
         };
-        let flags = build_flags(&project, Sanitizer::Address, "x86_64-unknown-linux-gnu");
-        assert_eq!(
-            flags,
-            [
-                "-O",
-                "--debug-assertions",
-                "--sanitizer",
-                "address",
-                "--target",
+        for (sanitizer, dir) in [
+            (Sanitizer::Address, "/repo/fuzz/target"),
+            (Sanitizer::None, "/repo/fuzz/target/sanitizer-none"),
+        ] {
+            let cmd = build_command(
+                &project,
+                "nightly",
+                sanitizer,
                 "x86_64-unknown-linux-gnu",
-                "--target-dir",
-                "/repo/fuzz/target"
-            ]
-            .map(OsString::from)
-        );
+                None,
+            );
+            let args: Vec<String> = cmd
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let after = |flag: &str| {
+                let at = args.iter().position(|a| a == flag).expect(flag);
+                args[at + 1].clone()
+            };
+            assert!(args.contains(&"--release".to_owned()), "{args:?}");
+            assert_eq!(after("--target"), "x86_64-unknown-linux-gnu");
+            assert_eq!(after("--target-dir"), dir);
+        }
     }
 }

@@ -229,15 +229,78 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
         return Err(Denial::HostNotAllowed);
     }
     let target = Authority { host: &host, port };
-    // Only once every check has passed is a URL built: literal pieces as
-    // the policy wrote them, every argument fully percent-encoded, so the
-    // parser has nothing left to normalize. Then it is parsed back and
-    // compared with what was checked.
-    let mut text = String::with_capacity(128);
-    match &spec.literal_origin {
-        Some(origin) => text.push_str(&origin.text),
-        None => {
-            let _ = write!(text, "{}://{}:{}", spec.scheme, host, port);
+    // An origin the URI parser read at load lends the URI its scheme and
+    // authority; otherwise its text is parsed with the rest.
+    let parsed_origin = spec.literal_origin.as_ref().and_then(|o| o.parsed.as_ref());
+    URL_TEXT.with_borrow_mut(|text| {
+        text.clear();
+        let built = build_url(spec, call, &host, port, parsed_origin.is_none(), text);
+        let uri = built.and_then(|(segments, query)| {
+            let uri = match (&spec.literal_origin, parsed_origin) {
+                (Some(origin), Some((scheme, authority))) => {
+                    if origin.text.len() + text.len() > MAX_URL_BYTES {
+                        return Err(Denial::UrlTooLong(MAX_URL_BYTES));
+                    }
+                    parse_path_back(scheme, authority, text)?
+                }
+                _ => {
+                    if text.len() > MAX_URL_BYTES {
+                        return Err(Denial::UrlTooLong(MAX_URL_BYTES));
+                    }
+                    parse_whole_back(text)?
+                }
+            };
+            faithful(&uri, &spec.scheme, target, &segments, &query)?;
+            Ok(uri)
+        });
+        keep_small(text);
+        Ok(HttpRequest {
+            method: spec.method,
+            uri: uri?,
+            max_response_bytes: spec.max_response_bytes,
+        })
+    })
+}
+
+thread_local! {
+    /// The text of the URL being built, reused call after call: the URI
+    /// parser copies what it keeps.
+    static URL_TEXT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The most [`URL_TEXT`] keeps allocated between calls.
+const URL_TEXT_KEPT: usize = 8 * 1024;
+
+/// A refused call may have built megabytes; the buffer kept for the next
+/// call stays small.
+fn keep_small(text: &mut String) {
+    if text.capacity() > URL_TEXT_KEPT {
+        *text = String::new();
+    }
+}
+
+/// Expansions of the path segments, and of the query values by key.
+type Expanded<'c> = (Vec<Cow<'c, str>>, Vec<(&'c str, Cow<'c, str>)>);
+
+/// Only once every check has passed is a URL built: literal pieces as the
+/// policy wrote them, every argument fully percent-encoded, so the parser
+/// has nothing left to normalize. `with_origin`: the text starts with
+/// `scheme://host:port`; otherwise it is the path and query alone. Returns
+/// what each segment and query value expanded to, for the parse-back.
+fn build_url<'c>(
+    spec: &'c HttpSpec,
+    call: &'c CheckedCall<'_, '_>,
+    host: &str,
+    port: u16,
+    with_origin: bool,
+    text: &mut String,
+) -> Result<Expanded<'c>, Denial> {
+    if with_origin {
+        match &spec.literal_origin {
+            Some(origin) => text.push_str(&origin.text),
+            None => {
+                let _ = write!(text, "{}://{}:{}", spec.scheme, host, port);
+            }
         }
     }
     let mut segments = Vec::with_capacity(spec.path.len());
@@ -247,7 +310,7 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
             return Err(Denial::DotSegment(Component::PathSegment(i)));
         }
         text.push('/');
-        push_escaped(t, call, &mut text, false)?;
+        push_escaped(t, call, text, false)?;
         segments.push(segment);
     }
     if segments.is_empty() {
@@ -263,23 +326,49 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
             text.push_str(key);
         }
         text.push('=');
-        push_escaped(t, call, &mut text, true)?;
+        push_escaped(t, call, text, true)?;
         query.push((key.as_str(), value));
     }
-    if text.len() > MAX_URL_BYTES {
-        return Err(Denial::UrlTooLong(MAX_URL_BYTES));
+    Ok((segments, query))
+}
+
+/// The URI parser drops a fragment rather than refusing it, so a `#` is
+/// refused before it reads.
+fn refuse_fragment(text: &str) -> Result<(), Denial> {
+    if text.as_bytes().contains(&b'#') {
+        return Err(Denial::Unfaithful("the URL has a fragment"));
     }
-    let uri = parse_back(text, &spec.scheme, target, &segments, &query)?;
-    Ok(HttpRequest {
-        method: spec.method,
-        uri,
-        max_response_bytes: spec.max_response_bytes,
-    })
+    Ok(())
+}
+
+/// A whole built URL, read by the executor's URI parser.
+fn parse_whole_back(text: &str) -> Result<Uri, Denial> {
+    refuse_fragment(text)?;
+    Uri::try_from(text).map_err(|_| Denial::Unfaithful("the URL does not parse"))
+}
+
+/// A built path and query, read by the executor's URI parser (the same
+/// reading it gives them after an authority), under an origin it read at
+/// load.
+fn parse_path_back(
+    scheme: &http::uri::Scheme,
+    authority: &http::uri::Authority,
+    path_and_query: &str,
+) -> Result<Uri, Denial> {
+    refuse_fragment(path_and_query)?;
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(scheme.clone());
+    parts.authority = Some(authority.clone());
+    parts.path_and_query = Some(
+        http::uri::PathAndQuery::try_from(path_and_query)
+            .map_err(|_| Denial::Unfaithful("the URL does not parse"))?,
+    );
+    Uri::from_parts(parts).map_err(|_| Denial::Unfaithful("the URL does not parse"))
 }
 
 /// Read the built `text` with the executor's URI parser and hold what it
-/// read to what was authorized ([`faithful`]). That parser drops a
-/// fragment rather than refusing it, so a `#` is refused before it reads.
+/// read to what was authorized ([`faithful`]).
+#[cfg(test)]
 fn parse_back(
     text: String,
     scheme: &str,
@@ -287,10 +376,7 @@ fn parse_back(
     segments: &[Cow<'_, str>],
     query: &[(&str, Cow<'_, str>)],
 ) -> Result<Uri, Denial> {
-    if text.as_bytes().contains(&b'#') {
-        return Err(Denial::Unfaithful("the URL has a fragment"));
-    }
-    let uri = Uri::try_from(text).map_err(|_| Denial::Unfaithful("the URL does not parse"))?;
+    let uri = parse_whole_back(&text)?;
     faithful(&uri, scheme, target, segments, query)?;
     Ok(uri)
 }

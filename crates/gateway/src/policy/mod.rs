@@ -219,9 +219,26 @@ pub struct HttpSpec {
 pub struct LiteralOrigin {
     /// The normalized host (as in the allowlist).
     pub host: String,
-    /// `scheme://host:port`, the text a built URL starts with (the built
-    /// URL is parsed back whole, like any other).
+    /// `scheme://host:port`, the text a built URL starts with.
     pub text: String,
+    /// That origin as the executor's URI parser read it at load, when it
+    /// could: a built URL then takes these parts and only its path and
+    /// query are parsed per call (the whole URI is still held to the
+    /// target afterwards). `None` leaves every call to parse the whole
+    /// text, and to be refused as that parse decides.
+    pub parsed: Option<(http::uri::Scheme, http::uri::Authority)>,
+}
+
+impl LiteralOrigin {
+    /// The origin `scheme://host:port` of a normalized literal host.
+    pub fn new(scheme: &str, host: String, port: u16) -> Self {
+        let text = format!("{scheme}://{host}:{port}");
+        let parsed = text.parse::<http::Uri>().ok().and_then(|uri| {
+            let parts = uri.into_parts();
+            Some((parts.scheme?, parts.authority?))
+        });
+        Self { host, text, parsed }
+    }
 }
 
 /// An SSH tool's target.

@@ -311,11 +311,7 @@ impl Validator<'_> {
                     format!("the url's host {normalized}:{port} is not in allow, so the tool could never run"),
                 ));
             }
-            let text = format!("{}://{normalized}:{port}", url.scheme);
-            literal_origin = Some(LiteralOrigin {
-                host: normalized,
-                text,
-            });
+            literal_origin = Some(LiteralOrigin::new(&url.scheme, normalized, port));
         }
         let max_response_bytes = output_cap(raw.max_response_bytes).ok_or_else(|| {
             self.err(
