@@ -269,7 +269,7 @@ thread_local! {
 }
 
 /// The most [`URL_TEXT`] keeps allocated between calls.
-const URL_TEXT_KEPT: usize = 8 * 1024;
+const URL_TEXT_KEPT: usize = 8192;
 
 /// A refused call may have built megabytes; the buffer kept for the next
 /// call stays small.
