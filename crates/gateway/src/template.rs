@@ -174,6 +174,11 @@ impl Template {
         Ok(())
     }
 
+    /// Whether the template is one placeholder and nothing else.
+    pub fn is_one_arg(&self) -> bool {
+        matches!(self.0.as_slice(), [Piece::Arg(_)])
+    }
+
     /// Whether the template starts with a placeholder.
     pub fn starts_with_arg(&self) -> bool {
         matches!(self.0.first(), Some(Piece::Arg(_)))

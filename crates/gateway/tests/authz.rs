@@ -402,6 +402,17 @@ allow = ["[::1]:9000"]
 type = "object"
 required = ["p"]
 properties.p = { type = "string" }
+
+[[tools]]
+name = "mixed"
+[tools.http]
+method = "GET"
+url = "http://127.0.0.1/a!b/v!{p}/{p}!"
+allow = ["127.0.0.1:80"]
+[tools.input_schema]
+type = "object"
+required = ["p"]
+properties.p = { type = "string" }
 "#,
         &[],
     );
@@ -409,6 +420,8 @@ properties.p = { type = "string" }
         ("plain", "http://127.0.0.1:80/a/x%20y%3F?q=x%20y%3F&r=x"),
         ("tls", "https://api.example.com:8443/x%20y%3F"),
         ("v6", "http://[::1]:9000/x%20y%3F"),
+        // Literal pieces as written beside an argument, encoded alone.
+        ("mixed", "http://127.0.0.1:80/a!b/v!x%20y%3F/x%20y%3F!"),
     ] {
         let action = authorize_call(&policy, tool, json!({"p": "x y?"})).expect(tool);
         let ActionTarget::Http(h) = action.target() else {
@@ -430,5 +443,27 @@ properties.p = { type = "string" }
             "{tool}"
         );
         assert_eq!(h.url(), want, "{tool}");
+    }
+}
+
+#[test]
+fn an_origin_checked_at_load_lends_its_parts_and_one_the_parser_reads_otherwise_does_not() {
+    use portcullis_gateway::policy::LiteralOrigin;
+    for (scheme, host, port) in [
+        ("http", "127.0.0.1", 80),
+        ("https", "api.example.com", 8443),
+        ("http", "[::1]", 9000),
+    ] {
+        let origin = LiteralOrigin::new(scheme, host.to_owned(), port);
+        let (parsed_scheme, authority) = origin.parsed.expect(host);
+        assert_eq!(parsed_scheme.as_str(), scheme);
+        assert_eq!(authority.host(), host);
+    }
+    // The loader's normalization lets no such host through; were one to
+    // come, the parser reads userinfo, another host, or another port, so
+    // every call would parse and check its whole URL instead.
+    for (host, port) in [("user@127.0.0.1", 80), ("127.0.0.1:81", 80), ("a b", 80)] {
+        let origin = LiteralOrigin::new("http", host.to_owned(), port);
+        assert!(origin.parsed.is_none(), "{host}:{port}");
     }
 }

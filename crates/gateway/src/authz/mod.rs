@@ -18,6 +18,7 @@ use std::fmt::Write as _;
 
 use http::Uri;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use smallvec::SmallVec;
 
 use crate::host::{default_port, normalize_host};
 use crate::policy::{HttpSpec, SshSpec, TargetSpec, ToolSpec};
@@ -185,6 +186,26 @@ fn push_escaped(
     Ok(())
 }
 
+/// Append path segment `t`, whose expansion is `segment`: a literal as
+/// written, a lone placeholder as its expansion percent-encoded (what
+/// [`push_escaped`] writes for it, without expanding it again), anything
+/// else through [`push_escaped`].
+fn push_segment(
+    t: &Template,
+    segment: &str,
+    call: &CheckedCall<'_, '_>,
+    out: &mut String,
+) -> Result<(), Denial> {
+    if let Some(literal) = t.literal() {
+        out.push_str(literal);
+    } else if t.is_one_arg() {
+        out.extend(utf8_percent_encode(segment, COMPONENT));
+    } else {
+        push_escaped(t, call, out, false)?;
+    }
+    Ok(())
+}
+
 impl From<ExpandError> for Denial {
     fn from(e: ExpandError) -> Self {
         match e {
@@ -237,6 +258,7 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
         let built = build_url(spec, call, &host, port, parsed_origin.is_none(), text);
         let uri = built.and_then(|(segments, query)| {
             let uri = match (&spec.literal_origin, parsed_origin) {
+                // The origin's parts passed the origin checks at load.
                 (Some(origin), Some((scheme, authority))) => {
                     if origin.text.len() + text.len() > MAX_URL_BYTES {
                         return Err(Denial::UrlTooLong(MAX_URL_BYTES));
@@ -247,10 +269,12 @@ fn http(spec: &HttpSpec, call: &CheckedCall<'_, '_>) -> Result<HttpRequest, Deni
                     if text.len() > MAX_URL_BYTES {
                         return Err(Denial::UrlTooLong(MAX_URL_BYTES));
                     }
-                    parse_whole_back(text)?
+                    let uri = parse_whole_back(text)?;
+                    faithful_origin(&uri, &spec.scheme, target)?;
+                    uri
                 }
             };
-            faithful(&uri, &spec.scheme, target, &segments, &query)?;
+            faithful_path(&uri, &segments, &query)?;
             Ok(uri)
         });
         keep_small(text);
@@ -279,8 +303,12 @@ fn keep_small(text: &mut String) {
     }
 }
 
-/// Expansions of the path segments, and of the query values by key.
-type Expanded<'c> = (Vec<Cow<'c, str>>, Vec<(&'c str, Cow<'c, str>)>);
+/// Expansions of the path segments, and of the query values by key (held
+/// inline for the usual few).
+type Expanded<'c> = (
+    SmallVec<[Cow<'c, str>; 4]>,
+    SmallVec<[(&'c str, Cow<'c, str>); 2]>,
+);
 
 /// Only once every check has passed is a URL built: literal pieces as the
 /// policy wrote them, every argument fully percent-encoded, so the parser
@@ -303,20 +331,20 @@ fn build_url<'c>(
             }
         }
     }
-    let mut segments = Vec::with_capacity(spec.path.len());
+    let mut segments = SmallVec::new();
     for (i, t) in spec.path.iter().enumerate() {
         let segment = expand(t, call, Component::PathSegment(i))?;
         if segment == "." || segment == ".." {
             return Err(Denial::DotSegment(Component::PathSegment(i)));
         }
         text.push('/');
-        push_escaped(t, call, text, false)?;
+        push_segment(t, &segment, call, text)?;
         segments.push(segment);
     }
     if segments.is_empty() {
         text.push('/');
     }
-    let mut query = Vec::with_capacity(spec.query.len());
+    let mut query = SmallVec::new();
     for (i, (key, t)) in spec.query.iter().enumerate() {
         let value = expand(t, call, Component::QueryValue(key.clone()))?;
         text.push(if i == 0 { '?' } else { '&' });
@@ -367,7 +395,7 @@ fn parse_path_back(
 }
 
 /// Read the built `text` with the executor's URI parser and hold what it
-/// read to what was authorized ([`faithful`]).
+/// read to what was authorized ([`faithful_origin`], [`faithful_path`]).
 #[cfg(test)]
 fn parse_back(
     text: String,
@@ -377,22 +405,15 @@ fn parse_back(
     query: &[(&str, Cow<'_, str>)],
 ) -> Result<Uri, Denial> {
     let uri = parse_whole_back(&text)?;
-    faithful(&uri, scheme, target, segments, query)?;
+    faithful_origin(&uri, scheme, target)?;
+    faithful_path(&uri, segments, query)?;
     Ok(uri)
 }
 
-/// Take the URI the executor will send apart, with our own splitting and
-/// decoding, and require each part to be exactly what was authorized:
-/// scheme, allowlisted host and port, no userinfo, the template's segment
-/// count with each segment decoding to its expansion, the template's query
-/// keys in order with each value decoding to its expansion.
-fn faithful(
-    uri: &Uri,
-    scheme: &str,
-    target: Authority<'_>,
-    segments: &[Cow<'_, str>],
-    query: &[(&str, Cow<'_, str>)],
-) -> Result<(), Denial> {
+/// Take the origin of the URI the executor will send apart, with our own
+/// splitting, and require it to be exactly what was authorized: the
+/// scheme, the allowlisted host and port, no userinfo.
+fn faithful_origin(uri: &Uri, scheme: &str, target: Authority<'_>) -> Result<(), Denial> {
     if uri.scheme_str() != Some(scheme) {
         return Err(Denial::Unfaithful("the scheme changed"));
     }
@@ -408,6 +429,26 @@ fn faithful(
             "the URI parser reads another host or port",
         ));
     }
+    Ok(())
+}
+
+/// Whether a literal origin, read by the URI parser at policy load, passes
+/// [`faithful_origin`] for `scheme://host:port`: a URL built on its parts
+/// then needs only [`faithful_path`] per call.
+pub(crate) fn origin_is_faithful(uri: &Uri, scheme: &str, host: &str, port: u16) -> bool {
+    faithful_origin(uri, scheme, Authority { host, port }).is_ok()
+}
+
+/// Take the path and query of the URI the executor will send apart, with
+/// our own splitting and decoding, and require them to be exactly what
+/// was authorized: the template's segment count with each segment
+/// decoding to its expansion, the template's query keys in order with
+/// each value decoding to its expansion.
+fn faithful_path(
+    uri: &Uri,
+    segments: &[Cow<'_, str>],
+    query: &[(&str, Cow<'_, str>)],
+) -> Result<(), Denial> {
     let (path, query_text) = (uri.path(), uri.query());
     let built = path
         .strip_prefix('/')

@@ -222,10 +222,11 @@ pub struct LiteralOrigin {
     /// `scheme://host:port`, the text a built URL starts with.
     pub text: String,
     /// That origin as the executor's URI parser read it at load, when it
-    /// could: a built URL then takes these parts and only its path and
-    /// query are parsed per call (the whole URI is still held to the
-    /// target afterwards). `None` leaves every call to parse the whole
-    /// text, and to be refused as that parse decides.
+    /// read exactly `scheme`, `host` and `port` (the same origin checks a
+    /// whole built URL gets per call): a built URL then takes these parts
+    /// and only its path and query are parsed, and held to the template,
+    /// per call. `None` leaves every call to parse and check the whole
+    /// text, and to be refused as that decides.
     pub parsed: Option<(http::uri::Scheme, http::uri::Authority)>,
 }
 
@@ -233,10 +234,14 @@ impl LiteralOrigin {
     /// The origin `scheme://host:port` of a normalized literal host.
     pub fn new(scheme: &str, host: String, port: u16) -> Self {
         let text = format!("{scheme}://{host}:{port}");
-        let parsed = text.parse::<http::Uri>().ok().and_then(|uri| {
-            let parts = uri.into_parts();
-            Some((parts.scheme?, parts.authority?))
-        });
+        let parsed = text
+            .parse::<http::Uri>()
+            .ok()
+            .filter(|uri| crate::authz::origin_is_faithful(uri, scheme, &host, port))
+            .and_then(|uri| {
+                let parts = uri.into_parts();
+                Some((parts.scheme?, parts.authority?))
+            });
         Self { host, text, parsed }
     }
 }

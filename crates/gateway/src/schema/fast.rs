@@ -173,9 +173,38 @@ impl Check {
     }
 
     fn is_valid(&self, value: &Json<'_>) -> bool {
-        match self {
-            Check::IsString => value.is_string(),
-            Check::Validator(validator) => validator.is_valid(&value.to_value()),
+        match (self, value) {
+            (Check::IsString, _) => value.is_string(),
+            // A string argument is copied into a `Value` the thread keeps,
+            // not into a fresh one per call.
+            (Check::Validator(validator), Json::String(text)) => {
+                SCRATCH.with_borrow_mut(|scratch| {
+                    match &mut *scratch {
+                        Value::String(held) => {
+                            held.clear();
+                            held.push_str(text);
+                        }
+                        other => *other = Value::String(text.to_string()),
+                    }
+                    let valid = validator.is_valid(scratch);
+                    keep_small(scratch);
+                    valid
+                })
+            }
+            (Check::Validator(validator), _) => validator.is_valid(&value.to_value()),
         }
+    }
+}
+
+thread_local! {
+    /// The string value a property's validator is handed.
+    static SCRATCH: std::cell::RefCell<Value> = const { std::cell::RefCell::new(Value::String(String::new())) };
+}
+
+/// After a long argument the value kept for the next call is made small
+/// again.
+fn keep_small(scratch: &mut Value) {
+    if matches!(scratch, Value::String(held) if held.capacity() > 4096) {
+        *scratch = Value::String(String::new());
     }
 }
