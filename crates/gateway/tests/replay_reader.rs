@@ -237,3 +237,47 @@ fn sized_chunking_cycles_through_its_sizes_and_counts_a_zero_as_one() {
     assert_eq!(split(vec![3, 0]), [&b"abc"[..], b"d", b"efg", b"h"]);
     assert_eq!(split(vec![5]), [&b"abcde"[..], b"fgh"]);
 }
+
+/// A stream that records the size of each buffer it is handed.
+struct Sizes<'a> {
+    bytes: &'a [u8],
+    asked: Vec<usize>,
+}
+
+impl Read for Sizes<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.asked.push(buf.len());
+        let n = buf.len().min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn a_whole_capture_is_read_in_64_kib_pieces() {
+    // A capture of 2.5 reads: two full 64 KiB reads, the rest, the read
+    // that finds the end while filling the third, and the one that finds
+    // it again (a capture is read in reads large enough that a long one
+    // costs few system calls, and no larger).
+    let mut bytes = capture();
+    let line = bytes.clone();
+    while bytes.len() < 160 * 1024 {
+        bytes.extend_from_slice(&line);
+    }
+    let mut stream = Sizes {
+        bytes: &bytes,
+        asked: Vec::new(),
+    };
+    let recorder = Recorder::default();
+    run_session_reader(
+        &policy(OnInvalid::Close),
+        &mut stream,
+        Reads::Whole,
+        &recorder,
+    )
+    .expect("reads never fail");
+    let full = 64 * 1024;
+    let rest = bytes.len() - 2 * full;
+    assert_eq!(stream.asked, [full, full, full, full - rest, full]);
+}
