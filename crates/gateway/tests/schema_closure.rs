@@ -125,3 +125,26 @@ fn negation_is_not_widened() {
     assert!(!accepts(&schema, json!({"opts": {"x": 1, "y": 2}})));
     assert!(accepts(&schema, json!({"opts": {"x": 2, "y": 2}})));
 }
+
+/// An object described below a `dependentSchemas` branch is closed like
+/// one below any other in-place branch (the branch itself stays open).
+#[test]
+fn an_object_below_a_dependent_schema_is_closed() {
+    let inner = object(json!({"x": {"type": "string"}}));
+    let schema = object(json!({"opts": {
+        "type": "object",
+        "properties": {"x": {"type": "string"}},
+        "dependentSchemas": {"x": {"properties": {"deep": inner}}}
+    }}));
+    assert!(accepts(
+        &schema,
+        json!({"opts": {"x": "1", "deep": {"x": "1"}}})
+    ));
+    assert!(
+        !accepts(
+            &schema,
+            json!({"opts": {"x": "1", "deep": {"x": "1", "unknown": "E"}}})
+        ),
+        "an unknown member below a dependent schema passed"
+    );
+}
