@@ -150,12 +150,6 @@ impl<'a> Object<'a> {
         self.members.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
-    /// Take member `key` out.
-    pub fn remove(&mut self, key: &str) -> Option<Json<'a>> {
-        let at = self.members.iter().position(|(k, _)| k == key)?;
-        Some(self.members.remove(at).1)
-    }
-
     /// Whether member `key` is present.
     pub fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()
