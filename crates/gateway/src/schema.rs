@@ -16,6 +16,7 @@ use crate::policy::ToolSpec;
 use serde_json::{Map, Value};
 
 mod fast;
+mod self_application;
 
 use self::fast::FastSchema;
 
@@ -144,6 +145,7 @@ impl ToolSchema {
             };
             root.insert(keyword.into(), Value::Bool(false));
         }
+        self_application::refuse_loops(&document)?;
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .should_validate_formats(true)

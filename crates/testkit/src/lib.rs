@@ -29,6 +29,7 @@ pub mod recorder;
 pub mod reference;
 pub mod regressions;
 pub mod schema_closure;
+pub mod schema_loops;
 pub mod schema_nesting;
 pub mod session;
 pub mod transcript_harness;

@@ -12,11 +12,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::schema_loops::{Loops, same_value_loops};
 use portcullis_gateway::SecretStore;
 use portcullis_gateway::policy::{CredentialSource, Policy, PolicyError, TargetSpec};
+use portcullis_gateway::schema::ToolSchema;
 use toml::{Table, Value};
 
 const FILE: &str = "fuzz-policy.toml";
+
+/// How the loader's refusal of a schema that reaches itself begins.
+const SELF_APPLICATION: &str = "applies itself to the same value";
 
 /// Arbitrary bytes as policy text: never panics; an accepted policy keeps
 /// the oracle's invariants; a refusal names the field at fault.
@@ -26,6 +31,9 @@ pub fn policy_load(data: &[u8]) {
     };
     let loaded = Policy::from_toml(text, Path::new(FILE));
     let raw = text.parse::<Table>();
+    if let Ok(raw) = &raw {
+        check_schema_loops(raw);
+    }
     match (loaded, raw) {
         (Ok(_), Err(err)) => panic!("loaded a policy that is not TOML: {err}"),
         (Ok(policy), Ok(raw)) => {
@@ -125,6 +133,34 @@ fn check_refusal(err: &PolicyError, raw: Option<&Table>) {
             }
         }
         other => panic!("unexpected refusal kind: {other}"),
+    }
+}
+
+/// Every tool schema the text holds, compiled on its own whatever else the
+/// policy gets wrong (the loader compiles it before judging later fields): a
+/// schema the oracle finds applying itself to the same value is refused,
+/// and a refusal for that reason is of a schema the oracle does not find
+/// sound.
+fn check_schema_loops(raw: &Table) {
+    let Some(tools) = raw.get("tools").and_then(Value::as_array) else {
+        return;
+    };
+    for schema in tools.iter().filter_map(|t| t.get("input_schema")) {
+        let Ok(document) = serde_json::to_value(schema) else {
+            continue;
+        };
+        let typed_object = schema.get("type").and_then(Value::as_str) == Some("object");
+        let compiled = ToolSchema::compile(document);
+        match (same_value_loops(schema), compiled) {
+            (Loops::Found(path), Ok(_)) if typed_object => panic!(
+                "compiled a schema that applies itself to the same value: {}",
+                path.join(" -> ")
+            ),
+            (Loops::None, Err(why)) if why.starts_with(SELF_APPLICATION) => {
+                panic!("refused a schema that reaches itself on no value: {why}")
+            }
+            _ => {}
+        }
     }
 }
 
