@@ -122,6 +122,43 @@ fn a_loop_between_definitions_is_found_wherever_it_sits() {
     }
 }
 
+#[test]
+fn a_dynamic_reference_may_reach_any_anchor_of_its_name() {
+    // Statically `#n` in `list` is its harmless `leaf`; entered from the
+    // root, whose `$dynamicAnchor` is the outermost, it is the root again.
+    let schema = json!({
+        "$id": "https://t.test/r",
+        "type": "object",
+        "$dynamicAnchor": "n",
+        "allOf": [{"$ref": "list"}],
+        "$defs": {"list": {
+            "$id": "list",
+            "$defs": {"leaf": {"$dynamicAnchor": "n"}},
+            "anyOf": [{"$dynamicRef": "#n"}],
+        }},
+    });
+    assert_eq!(
+        loop_of(schema),
+        "# -allOf-> #/allOf/0 -$ref-> #/$defs/list -anyOf-> #/$defs/list/anyOf/0 \
+         -$dynamicRef-> #"
+    );
+}
+
+#[test]
+fn a_loop_through_a_value_no_keyword_makes_a_schema_is_found() {
+    // `x-shared` is not a keyword: only the references make it a schema,
+    // and its own branch is followed all the same.
+    let schema = json!({
+        "type": "object",
+        "x-shared": {"anyOf": [{"$ref": "#/x-shared"}]},
+        "$ref": "#/x-shared",
+    });
+    assert_eq!(
+        loop_of(schema),
+        "#/x-shared -anyOf-> #/x-shared/anyOf/0 -$ref-> #/x-shared"
+    );
+}
+
 fn accepts(schema: &ToolSchema, args: Value) -> bool {
     let Value::Object(args) = args else {
         panic!("arguments are an object")

@@ -13,7 +13,10 @@
 //! References are resolved by `referencing`, the resolver jsonschema itself
 //! uses, on the same base URI, so a loop is found exactly where jsonschema
 //! would follow one. A reference that does not resolve is left to
-//! jsonschema, which refuses it.
+//! jsonschema, which refuses it. The check is linear in the schema's size
+//! (a wrapped server's schemas are untrusted input): each schema is entered
+//! once, and every `$dynamicRef` of a name reaches that name's anchors
+//! through one shared hub.
 
 use std::collections::HashMap;
 
@@ -46,8 +49,7 @@ pub(super) fn refuse_loops(document: &Value) -> Result<(), String> {
         // jsonschema builds the same registry and refuses the schema.
         return Ok(());
     };
-    let walk = Walk::of(document, registry.resolver(base));
-    match walk.find_loop() {
+    match Graph::of(document, registry.resolver(base)).find_loop() {
         Some(path) => Err(format!(
             "applies itself to the same value without end ({path}): a schema that reaches \
              itself through $ref, allOf, anyOf, oneOf, not, if/then/else or dependentSchemas \
@@ -58,29 +60,31 @@ pub(super) fn refuse_loops(document: &Value) -> Result<(), String> {
     }
 }
 
-/// Every subschema of the document, where it is and how its references
-/// resolve there.
-struct Walk<'r> {
-    nodes: Vec<Node<'r>>,
-    index: HashMap<*const Value, usize>,
-}
-
-#[derive(Clone)]
+/// A schema of the document (or one a reference reaches outside its
+/// subschema positions), or the hub of one `$dynamicAnchor` name.
 struct Node<'r> {
-    value: &'r Value,
-    at: String,
-    /// The keyword it was reached by.
-    via: &'static str,
-    resolver: Resolver<'r>,
+    kind: Kind<'r>,
+    /// The schema it sits in, for its location; `None` for the root and
+    /// for what only a reference reaches.
+    parent: Option<usize>,
 }
 
-/// A schema being followed: its outgoing same-value edges, the next to try.
-struct Frame<'r> {
-    value: &'r Value,
-    at: String,
-    via: &'static str,
-    edges: Vec<Node<'r>>,
-    next: usize,
+enum Kind<'r> {
+    Schema {
+        value: &'r Value,
+        resolver: Resolver<'r>,
+        /// How to name it when it has no parent.
+        label: Option<String>,
+    },
+    Anchors(&'r str),
+}
+
+struct Graph<'r> {
+    nodes: Vec<Node<'r>>,
+    by_value: HashMap<*const Value, usize>,
+    /// Schemas with a `$dynamicAnchor`, by name; each name's hub, once made.
+    anchors: HashMap<&'r str, Vec<usize>>,
+    hubs: HashMap<&'r str, usize>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -89,180 +93,236 @@ enum Mark {
     Done,
 }
 
-impl<'r> Walk<'r> {
+/// A node being followed: its same-value edges (target and keyword) and
+/// the next one to try.
+struct Frame {
+    node: usize,
+    edges: Vec<(usize, &'static str)>,
+    next: usize,
+}
+
+impl<'r> Graph<'r> {
+    /// Every subschema of `root`, each with the resolver of its position.
     fn of(root: &'r Value, resolver: Resolver<'r>) -> Self {
-        let mut walk = Walk {
+        let mut graph = Graph {
             nodes: Vec::new(),
-            index: HashMap::new(),
+            by_value: HashMap::new(),
+            anchors: HashMap::new(),
+            hubs: HashMap::new(),
         };
-        let mut pending = vec![Node {
-            value: root,
-            at: "#".to_owned(),
-            via: "",
-            resolver,
-        }];
-        while let Some(node) = pending.pop() {
-            if walk.index.contains_key(&std::ptr::from_ref(node.value)) {
+        let mut pending = vec![(root, resolver, None)];
+        while let Some((value, resolver, parent)) = pending.pop() {
+            if graph.by_value.contains_key(&std::ptr::from_ref(value)) {
                 continue;
             }
+            let index = graph.add(value, resolver.clone(), parent, None);
             // Reversed onto the stack, so the walk (and the loop reported
             // first) follows the document's order.
-            let children: Vec<&Value> = DRAFT.subresources_of(node.value).collect();
+            let children: Vec<&Value> = DRAFT.subresources_of(value).collect();
             for child in children.into_iter().rev() {
-                let Ok(resolver) = node
-                    .resolver
-                    .in_subresource(DRAFT.create_resource_ref(child))
-                else {
-                    continue;
-                };
-                pending.push(Node {
-                    value: child,
-                    at: format!("{}{}", node.at, locate(node.value, child)),
-                    via: "",
-                    resolver,
-                });
+                if let Ok(inner) = resolver.in_subresource(DRAFT.create_resource_ref(child)) {
+                    pending.push((child, inner, Some(index)));
+                }
             }
-            walk.index
-                .insert(std::ptr::from_ref(node.value), walk.nodes.len());
-            walk.nodes.push(node);
         }
-        walk
+        graph
+    }
+
+    fn add(
+        &mut self,
+        value: &'r Value,
+        resolver: Resolver<'r>,
+        parent: Option<usize>,
+        label: Option<String>,
+    ) -> usize {
+        let index = self.nodes.len();
+        self.by_value.insert(std::ptr::from_ref(value), index);
+        if let Some(name) = value.get("$dynamicAnchor").and_then(Value::as_str) {
+            self.anchors.entry(name).or_default().push(index);
+        }
+        self.nodes.push(Node {
+            kind: Kind::Schema {
+                value,
+                resolver,
+                label,
+            },
+            parent,
+        });
+        index
     }
 
     /// The first loop found, as the locations along it and the keywords
     /// between them.
-    fn find_loop(&self) -> Option<String> {
-        let mut marks: HashMap<*const Value, Mark> = HashMap::new();
-        for start in &self.nodes {
-            if marks.contains_key(&std::ptr::from_ref(start.value)) {
+    fn find_loop(mut self) -> Option<String> {
+        let mut marks: Vec<Option<Mark>> = Vec::new();
+        let mut start = 0;
+        while start < self.nodes.len() {
+            if marks.get(start).copied().flatten().is_some() {
+                start += 1;
                 continue;
             }
             let mut stack = vec![self.enter(start, &mut marks)];
             while let Some(top) = stack.last_mut() {
-                let Some(edge) = top.edges.get(top.next).cloned() else {
-                    marks.insert(std::ptr::from_ref(top.value), Mark::Done);
+                let Some(&(target, via)) = top.edges.get(top.next) else {
+                    marks[top.node] = Some(Mark::Done);
                     stack.pop();
                     continue;
                 };
                 top.next += 1;
-                match marks.get(&std::ptr::from_ref(edge.value)) {
+                match marks.get(target).copied().flatten() {
                     Some(Mark::Done) => {}
-                    Some(Mark::Open) => {
-                        let from = stack
-                            .iter()
-                            .position(|f| std::ptr::eq(f.value, edge.value))
-                            .expect("an open schema is on the stack");
-                        let mut path = stack[from].at.clone();
-                        for frame in &stack[from + 1..] {
-                            path.push_str(&format!(" -{}-> {}", frame.via, frame.at));
-                        }
-                        path.push_str(&format!(" -{}-> {}", edge.via, stack[from].at));
-                        return Some(path);
-                    }
+                    Some(Mark::Open) => return Some(self.describe(&stack, target, via)),
                     None => {
-                        let frame = self.enter(&edge, &mut marks);
+                        let frame = self.enter(target, &mut marks);
                         stack.push(frame);
                     }
                 }
             }
+            start += 1;
         }
         None
     }
 
-    fn enter(&self, node: &Node<'r>, marks: &mut HashMap<*const Value, Mark>) -> Frame<'r> {
-        marks.insert(std::ptr::from_ref(node.value), Mark::Open);
+    fn enter(&mut self, node: usize, marks: &mut Vec<Option<Mark>>) -> Frame {
+        let edges = self.same_value_edges(node);
+        if marks.len() < self.nodes.len() {
+            marks.resize(self.nodes.len(), None);
+        }
+        marks[node] = Some(Mark::Open);
         Frame {
-            value: node.value,
-            at: node.at.clone(),
-            via: node.via,
-            edges: self.same_value_edges(node),
+            node,
+            edges,
             next: 0,
         }
     }
 
-    /// The schemas `node` applies to the value it is applied to.
-    fn same_value_edges(&self, node: &Node<'r>) -> Vec<Node<'r>> {
-        let Value::Object(schema) = node.value else {
+    /// The nodes `node` applies to the value it is applied to, and the
+    /// keyword that does.
+    fn same_value_edges(&mut self, node: usize) -> Vec<(usize, &'static str)> {
+        let (value, resolver) = match &self.nodes[node].kind {
+            Kind::Anchors(name) => {
+                let targets = self.anchors.get(name).into_iter().flatten();
+                return targets.map(|&t| (t, "$dynamicRef")).collect();
+            }
+            Kind::Schema {
+                value, resolver, ..
+            } => (*value, resolver.clone()),
+        };
+        let Value::Object(schema) = value else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        let mut child = |via: &'static str, value: &'r Value| {
-            if let Ok(resolver) = node
-                .resolver
-                .in_subresource(DRAFT.create_resource_ref(value))
-            {
-                out.push(self.known(value, via, resolver, || {
-                    format!("{}{}", node.at, locate(node.value, value))
-                }));
-            }
-        };
+        let mut children: Vec<(&'r Value, &'static str)> = Vec::new();
         for key in SAME_VALUE_LISTS {
             if let Some(Value::Array(list)) = schema.get(key) {
-                list.iter().for_each(|value| child(key, value));
+                children.extend(list.iter().map(|v| (v, key)));
             }
         }
         for key in SAME_VALUE_SINGLE {
-            if let Some(value) = schema.get(key) {
-                child(key, value);
+            if let Some(v) = schema.get(key) {
+                children.push((v, key));
             }
         }
         if let Some(Value::Object(map)) = schema.get("dependentSchemas") {
-            map.values()
-                .for_each(|value| child("dependentSchemas", value));
+            children.extend(map.values().map(|v| (v, "dependentSchemas")));
+        }
+        let mut out = Vec::new();
+        for (child, via) in children {
+            let index = match self.by_value.get(&std::ptr::from_ref(child)) {
+                Some(&index) => index,
+                // Below a schema only a reference reaches.
+                None => match resolver.in_subresource(DRAFT.create_resource_ref(child)) {
+                    Ok(inner) => self.add(child, inner, Some(node), None),
+                    Err(_) => continue,
+                },
+            };
+            out.push((index, via));
         }
         for key in SAME_VALUE_REFS {
             let Some(Value::String(reference)) = schema.get(key) else {
                 continue;
             };
-            if let Ok(resolved) = node.resolver.lookup(reference) {
-                let (target, resolver, _) = resolved.into_inner();
-                out.push(self.known(target, key, resolver, || {
-                    format!("the target of {key} {reference:?} at {}", node.at)
-                }));
+            if let Ok(resolved) = resolver.lookup(reference) {
+                let (target, target_resolver, _) = resolved.into_inner();
+                let index = match self.by_value.get(&std::ptr::from_ref(target)) {
+                    Some(&index) => index,
+                    // Named by the reference as written.
+                    None => self.add(target, target_resolver, None, Some(reference.clone())),
+                };
+                out.push((index, key));
             }
             if key == "$dynamicRef" {
                 // The dynamic scope decides which `$dynamicAnchor` of that
                 // name answers, so every one of them may.
                 let name = reference.rsplit_once('#').map_or("", |(_, name)| name);
-                out.extend(
-                    self.nodes
-                        .iter()
-                        .filter(|n| {
-                            n.value.get("$dynamicAnchor").and_then(Value::as_str) == Some(name)
-                        })
-                        .map(|n| Node {
-                            via: "$dynamicRef",
-                            ..n.clone()
-                        }),
-                );
+                if let Some((&name, _)) = self.anchors.get_key_value(name) {
+                    out.push((self.hub(name), key));
+                }
             }
         }
         out
     }
 
-    /// `value` as walked (its location and resolver), or as reached when it
-    /// lies outside the walk (a reference into a non-schema position).
-    fn known(
-        &self,
-        value: &'r Value,
-        via: &'static str,
-        resolver: Resolver<'r>,
-        at: impl FnOnce() -> String,
-    ) -> Node<'r> {
-        match self.index.get(&std::ptr::from_ref(value)) {
-            Some(&i) => Node {
-                value,
-                at: self.nodes[i].at.clone(),
-                via,
-                resolver: self.nodes[i].resolver.clone(),
-            },
-            None => Node {
-                value,
-                at: at(),
-                via,
-                resolver,
-            },
+    fn hub(&mut self, name: &'r str) -> usize {
+        if let Some(&hub) = self.hubs.get(name) {
+            return hub;
         }
+        let hub = self.nodes.len();
+        self.nodes.push(Node {
+            kind: Kind::Anchors(name),
+            parent: None,
+        });
+        self.hubs.insert(name, hub);
+        hub
+    }
+
+    /// The loop closed by the edge `via` from the top of `stack` back to
+    /// `target`, starting at a schema (hubs are left out: the keyword into
+    /// the anchor after one is `$dynamicRef` all the same).
+    fn describe(&self, stack: &[Frame], target: usize, via: &'static str) -> String {
+        let from = stack
+            .iter()
+            .position(|f| f.node == target)
+            .expect("an open node is on the stack");
+        // Each node of the loop with the keyword that reached it.
+        let mut steps: Vec<(usize, &'static str)> = vec![(target, via)];
+        for pair in stack[from..].windows(2) {
+            let (_, into) = pair[0].edges[pair[0].next - 1];
+            steps.push((pair[1].node, into));
+        }
+        steps.retain(|&(node, _)| matches!(self.nodes[node].kind, Kind::Schema { .. }));
+        let Some(&(first, closing)) = steps.first() else {
+            return String::new();
+        };
+        let mut path = self.location(first);
+        for &(node, into) in &steps[1..] {
+            path.push_str(&format!(" -{into}-> {}", self.location(node)));
+        }
+        path.push_str(&format!(" -{closing}-> {}", self.location(first)));
+        path
+    }
+
+    /// Where `node` sits, as a JSON pointer fragment.
+    fn location(&self, node: usize) -> String {
+        let mut chain = vec![node];
+        while let Some(parent) = self.nodes[*chain.last().expect("not empty")].parent {
+            chain.push(parent);
+        }
+        let top = *chain.last().expect("not empty");
+        let mut at = match &self.nodes[top].kind {
+            Kind::Schema {
+                label: Some(label), ..
+            } => label.clone(),
+            Kind::Anchors(name) => format!("$dynamicAnchor {name:?}"),
+            Kind::Schema { label: None, .. } => "#".to_owned(),
+        };
+        for pair in chain.windows(2).rev() {
+            if let (Kind::Schema { value: child, .. }, Kind::Schema { value: parent, .. }) =
+                (&self.nodes[pair[0]].kind, &self.nodes[pair[1]].kind)
+            {
+                at.push_str(&locate(parent, child));
+            }
+        }
+        at
     }
 }
 
