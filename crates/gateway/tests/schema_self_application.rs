@@ -142,6 +142,23 @@ fn a_dynamic_reference_may_reach_any_anchor_of_its_name() {
         "# -allOf-> #/allOf/0 -$ref-> #/$defs/list -anyOf-> #/$defs/list/anyOf/0 \
          -$dynamicRef-> #"
     );
+    // The same with the answering anchor away from the root.
+    let schema = json!({
+        "type": "object",
+        "$defs": {
+            "outer": {"$id": "outer", "$dynamicAnchor": "n", "allOf": [{"$ref": "list"}]},
+            "list": {
+                "$id": "list",
+                "$defs": {"leaf": {"$dynamicAnchor": "n"}},
+                "anyOf": [{"$dynamicRef": "#n"}],
+            },
+        },
+    });
+    assert_eq!(
+        loop_of(schema),
+        "#/$defs/list -anyOf-> #/$defs/list/anyOf/0 -$dynamicRef-> #/$defs/outer -allOf-> \
+         #/$defs/outer/allOf/0 -$ref-> #/$defs/list"
+    );
 }
 
 #[test]

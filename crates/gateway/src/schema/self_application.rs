@@ -155,6 +155,7 @@ impl<'r> Graph<'r> {
     /// between them.
     fn find_loop(mut self) -> Option<String> {
         let mut marks: Vec<Option<Mark>> = Vec::new();
+        // Nodes are added as references reach them, so the bound moves.
         let mut start = 0;
         while start < self.nodes.len() {
             if marks.get(start).copied().flatten().is_some() {
@@ -178,16 +179,14 @@ impl<'r> Graph<'r> {
                     }
                 }
             }
-            start += 1;
         }
         None
     }
 
     fn enter(&mut self, node: usize, marks: &mut Vec<Option<Mark>>) -> Frame {
         let edges = self.same_value_edges(node);
-        if marks.len() < self.nodes.len() {
-            marks.resize(self.nodes.len(), None);
-        }
+        // The edges may have added nodes; marks only ever grow with them.
+        marks.resize(self.nodes.len(), None);
         marks[node] = Some(Mark::Open);
         Frame {
             node,
