@@ -537,6 +537,41 @@ fn the_schemas_kept_stay_within_their_budget_however_many_pages_are_listed() {
     assert!(withheld > 0);
 }
 
+/// A schema that applies itself to the same value (here through `$ref: ""`)
+/// is withheld with the loop named, and nothing is kept of it: jsonschema
+/// 0.61 built one into a reference cycle that leaked on every `tools/list`.
+#[test]
+fn an_upstream_tool_whose_schema_reaches_itself_is_withheld_and_denied() {
+    let mut s = Session::new(Config::default());
+    s.handshake();
+    let looping = json!({
+        "name": "spin",
+        "inputSchema": {"type": "object", "allOf": [{"$ref": ""}]},
+    });
+    assert_eq!(
+        names(&s.list(2, json!([looping, echo("Echo back")]))),
+        ["echo"]
+    );
+    assert!(
+        s.seen.audit.iter().any(|r| matches!(
+            r,
+            AuditRecord::ToolWithheld { tool, reason }
+                if tool == "spin"
+                    && reason.contains("applies itself to the same value without end (# -allOf-> #/allOf/0 -$ref-> #)")
+        )),
+        "{:?}",
+        s.seen.audit
+    );
+    let before = s.seen.upstream.len();
+    s.call(3, "spin", json!({}));
+    assert_eq!(
+        s.seen.upstream.len(),
+        before,
+        "the call never reaches the upstream"
+    );
+    assert_eq!(s.last_client()["result"]["isError"], true);
+}
+
 /// MCP ids are used once per session: an upstream request that reuses an id
 /// it was already answered under is dropped, or the upstream would receive
 /// two answers for one id (found by the `wrap_session` fuzz smoke:
