@@ -18,6 +18,8 @@ use serde_json::{Map, Value};
 mod fast;
 mod self_application;
 
+pub use self::self_application::SELF_APPLICATION;
+
 use self::fast::FastSchema;
 
 /// The schema stage: check `arguments` against `tool`'s compiled input

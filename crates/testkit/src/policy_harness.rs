@@ -15,13 +15,10 @@ use std::time::Duration;
 use crate::schema_loops::{Loops, same_value_loops};
 use portcullis_gateway::SecretStore;
 use portcullis_gateway::policy::{CredentialSource, Policy, PolicyError, TargetSpec};
-use portcullis_gateway::schema::ToolSchema;
+use portcullis_gateway::schema::{SELF_APPLICATION, ToolSchema};
 use toml::{Table, Value};
 
 const FILE: &str = "fuzz-policy.toml";
-
-/// How the loader's refusal of a schema that reaches itself begins.
-const SELF_APPLICATION: &str = "applies itself to the same value";
 
 /// Arbitrary bytes as policy text: never panics; an accepted policy keeps
 /// the oracle's invariants; a refusal names the field at fault.

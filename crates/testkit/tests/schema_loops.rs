@@ -7,13 +7,11 @@
 //! first, so a weakened oracle fails here rather than agreeing with a
 //! weakened compiler.
 
-use portcullis_gateway::schema::ToolSchema;
+use portcullis_gateway::schema::{SELF_APPLICATION, ToolSchema};
 use portcullis_testkit::schema_loops::{Loops, same_value_loops};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
-
-const SELF_APPLICATION: &str = "applies itself to the same value";
 
 fn oracle(schema: &Value) -> Loops {
     same_value_loops(&toml::Value::try_from(schema).expect("JSON without nulls is TOML"))

@@ -23,6 +23,9 @@ use std::collections::HashMap;
 use referencing::{Draft, Registry, Resolver, uri};
 use serde_json::Value;
 
+/// How the refusal of such a schema begins, for whoever must recognise it.
+pub const SELF_APPLICATION: &str = "applies itself to the same value without end";
+
 const DRAFT: Draft = Draft::Draft202012;
 /// jsonschema's base URI for a schema without `$id`.
 const DEFAULT_BASE: &str = "json-schema:///";
@@ -51,7 +54,7 @@ pub(super) fn refuse_loops(document: &Value) -> Result<(), String> {
     };
     match Graph::of(document, registry.resolver(base)).find_loop() {
         Some(path) => Err(format!(
-            "applies itself to the same value without end ({path}): a schema that reaches \
+            "{SELF_APPLICATION} ({path}): a schema that reaches \
              itself through $ref, allOf, anyOf, oneOf, not, if/then/else or dependentSchemas \
              before descending into a property or an item never finishes (JSON Schema 2020-12 \
              leaves it undefined)"
