@@ -63,9 +63,9 @@ pub fn parse_json<'a>(text: &'a str, limits: &Limits) -> Result<Json<'a>, Reject
 /// the reader refuses; if it ever accepted one, the frame is refused all
 /// the same, with the reader's own account of why.
 pub(crate) fn refusal(text: &str, limits: &Limits, fault: Fault) -> Rejection {
-    match reference::parse_value(text, limits) {
+    match reference::verdict(text, limits) {
         Err(rejection) => rejection,
-        Ok(_) => Rejection::new(Stage::Json, PARSE_ERROR, fault.to_string(), text.as_bytes()),
+        Ok(()) => Rejection::new(Stage::Json, PARSE_ERROR, fault.to_string(), text.as_bytes()),
     }
 }
 

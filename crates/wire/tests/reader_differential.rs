@@ -160,6 +160,11 @@ fn agree(text: &str, limits: &Limits) -> Result<(), TestCaseError> {
         prop_assert_eq!(&mine.reason, &theirs.reason);
         prop_assert_eq!(mine.stage, Stage::Json);
     }
+    // The reference's verdict alone (what words a refusal) is its reading's.
+    prop_assert_eq!(
+        reference::verdict(text, limits),
+        reference.as_ref().map(drop).map_err(Clone::clone)
+    );
     // The envelope reader decides the JSON stage alike.
     let message = parse_message_borrowed(text, limits);
     let json_refused = matches!(&message, Err(r) if r.stage == Stage::Json);

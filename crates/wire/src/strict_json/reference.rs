@@ -21,6 +21,8 @@
 //! - lone surrogate escapes are refused by serde_json when strings are
 //!   decoded, which these visitors always do.
 
+use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -33,7 +35,14 @@ use crate::rejection::{Rejection, Stage};
 
 /// Parse `text` as exactly one strict JSON value, through serde_json.
 pub fn parse_value(text: &str, limits: &Limits) -> Result<Value, Rejection> {
-    parse_with(text, StrictValue::new(limits.effective_depth()))
+    let value = parse_with(text, StrictValue::<true>::new(limits.effective_depth()))?;
+    Ok(value.expect("a kept reading has a value"))
+}
+
+/// The verdict [`parse_value`] gives `text`, worded alike, without building
+/// the value.
+pub fn verdict(text: &str, limits: &Limits) -> Result<(), Rejection> {
+    parse_with(text, StrictValue::<false>::new(limits.effective_depth())).map(drop)
 }
 
 /// Run `seed` over the whole of `text`, which must hold one value and
@@ -114,13 +123,16 @@ fn json_rejection(err: &serde_json::Error, frame: &[u8]) -> Rejection {
 }
 
 /// Seed for any strict JSON value; `remaining` is how many more levels of
-/// arrays or objects may open.
+/// arrays or objects may open. With `KEEP` it builds the value; without, it
+/// applies the same rules to the same tokens and builds nothing (a refusal
+/// needs only the verdict and its wording, and a refused frame may be a
+/// fuzzer's 16 KiB of nested garbage).
 #[derive(Debug, Clone, Copy)]
-struct StrictValue {
+struct StrictValue<const KEEP: bool> {
     remaining: usize,
 }
 
-impl StrictValue {
+impl<const KEEP: bool> StrictValue<KEEP> {
     fn new(remaining: usize) -> Self {
         Self { remaining }
     }
@@ -138,12 +150,17 @@ impl StrictValue {
             Ok(self.child())
         }
     }
+
+    /// `value` when the seed keeps what it reads.
+    fn keep(value: impl FnOnce() -> Value) -> Option<Value> {
+        KEEP.then(value)
+    }
 }
 
-impl<'de> DeserializeSeed<'de> for StrictValue {
-    type Value = Value;
+impl<'de, const KEEP: bool> DeserializeSeed<'de> for StrictValue<KEEP> {
+    type Value = Option<Value>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Option<Value>, D::Error> {
         de.deserialize_any(self)
     }
 }
@@ -165,61 +182,101 @@ fn check_float<E: de::Error>(v: f64) -> Result<Number, E> {
     Number::from_f64(v).ok_or_else(|| E::custom("number is not finite"))
 }
 
-impl<'de> Visitor<'de> for StrictValue {
-    type Value = Value;
+impl<'de, const KEEP: bool> Visitor<'de> for StrictValue<KEEP> {
+    type Value = Option<Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<Value>, E> {
+        Ok(Self::keep(|| Value::Bool(v)))
     }
 
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<Value>, E> {
         check_integer(v.into())?;
-        Ok(Value::Number(v.into()))
+        Ok(Self::keep(|| Value::Number(v.into())))
     }
 
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<Value>, E> {
         check_integer(v.into())?;
-        Ok(Value::Number(v.into()))
+        Ok(Self::keep(|| Value::Number(v.into())))
     }
 
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        check_float(v).map(Value::Number)
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<Value>, E> {
+        let number = check_float(v)?;
+        Ok(Self::keep(|| Value::Number(number)))
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Value>, E> {
+        Ok(Self::keep(|| Value::String(v.to_owned())))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E: de::Error>(self) -> Result<Option<Value>, E> {
+        Ok(Self::keep(|| Value::Null))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Value>, A::Error> {
         let child = self.enter()?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(child)? {
-            items.push(item);
+            items.extend(item);
         }
-        Ok(Value::Array(items))
+        Ok(Self::keep(|| Value::Array(items)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
         let child = self.enter()?;
         let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
+        // Without `KEEP` the keys seen so far, borrowed from the text unless
+        // they held escapes.
+        let mut seen: HashSet<Cow<'de, str>> = HashSet::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            let fresh = if KEEP {
+                !object.contains_key(&*key)
+            } else {
+                seen.insert(key.clone())
+            };
+            if !fresh {
                 return Err(de::Error::custom(format_args!(
                     "duplicate object key {}",
                     display_name(&key)
                 )));
             }
             let value = map.next_value_seed(child)?;
-            object.insert(key, value);
+            if let Some(value) = value {
+                object.insert(key.into_owned(), value);
+            }
         }
-        Ok(Value::Object(object))
+        Ok(Self::keep(|| Value::Object(object)))
+    }
+}
+
+/// Seed for an object key: the string serde_json decoded, borrowed from the
+/// text when it held no escape.
+#[derive(Debug, Clone, Copy)]
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Cow<'de, str>, D::Error> {
+        de.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
     }
 }
