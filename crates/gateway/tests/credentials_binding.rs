@@ -43,6 +43,36 @@ fn an_unset_environment_credential_is_a_problem_naming_the_variable() {
     );
 }
 
+/// Set but blank: the test runs itself again with the variable set (the
+/// environment of a running test binary cannot be changed safely), and the
+/// child makes the assertions.
+#[test]
+fn a_blank_environment_credential_is_a_problem_and_binds_nothing() {
+    const VAR: &str = "PORTCULLIS_TEST_TOKEN_BLANK";
+    const NAME: &str = "a_blank_environment_credential_is_a_problem_and_binds_nothing";
+    if let Ok(value) = std::env::var(VAR) {
+        assert!(!value.is_empty() && value.trim().is_empty(), "{value:?}");
+        let store = SecretStore::from_environment(&one("tok", CredentialSource::Env(VAR.into())));
+        assert!(store.get("tok").is_none());
+        assert_eq!(
+            store.problems()["tok"],
+            format!("environment variable {VAR} is unset or empty")
+        );
+        return;
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--test-threads=1"])
+        .env(VAR, " \t \n")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success() && stdout.contains("1 passed"),
+        "the child run failed or ran nothing:\n{stdout}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+}
+
 #[test]
 fn a_file_credential_is_bound_trimmed_with_its_path() {
     let dir = tempfile::tempdir().unwrap();
