@@ -217,6 +217,7 @@ impl<'a> Reader<'a> {
 
     /// A string whose opening quote was consumed: borrowed from the text
     /// unless it holds escapes.
+    #[inline(always)]
     fn string(&mut self) -> Result<Cow<'a, str>, Fault> {
         let start = self.pos;
         let end = next_special(self.text.as_bytes(), start);
