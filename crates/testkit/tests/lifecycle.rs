@@ -311,3 +311,34 @@ fn keep_open_later_valid_request_inherits_nothing_from_a_rejected_one() {
     let lines = stdout_messages(&report);
     assert_eq!(lines.last().unwrap()["id"], 4);
 }
+
+/// With outcomes reported at end of input, calls are in flight when a
+/// cancellation arrives: the cancelled one gets no response, and every
+/// other one still gets its own (the driver drops exactly the cancelled
+/// ticket's pending outcome).
+#[test]
+fn a_cancelled_call_in_flight_gets_no_response_and_the_others_do() {
+    let mut input = legacy_handshake();
+    for id in 2..=4 {
+        input.extend(call(id, "service_status", json!({"service": "api"})));
+    }
+    input.extend(frame(
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}),
+    ));
+    let report = portcullis_testkit::session::run_session_deferred(
+        &test_policy(OnInvalid::Close),
+        &input,
+        &portcullis_testkit::session::Chunking::Whole,
+    );
+    assert_eq!(
+        tools_called(&report).len(),
+        3,
+        "each call ran when handed out"
+    );
+    let answered: Vec<_> = stdout_messages(&report)
+        .iter()
+        .skip(1)
+        .map(|m| m["id"].clone())
+        .collect();
+    assert_eq!(answered, [json!(2), json!(4)]);
+}
