@@ -49,6 +49,6 @@ for source in fuzz/fuzz_targets/*.rs; do
     target="$(basename "$source" .rs)"
     cp "$build_dir/$target" "$OUT/$target"
     cp fuzz/dict/mcp.dict "$OUT/$target.dict"
-    printf '[libfuzzer]\nmax_len = 16384\n' > "$OUT/$target.options"
+    printf '[libfuzzer]\nmax_len = 8192\n' > "$OUT/$target.options"
     zip_seeds "$target" "$OUT/${target}_seed_corpus.zip"
 done

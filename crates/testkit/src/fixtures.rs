@@ -14,7 +14,7 @@ pub const TEST_POLICY: &str = r#"
 [server]
 name = "portcullis-test"
 on_invalid = "close"
-max_frame_bytes = 8192
+max_frame_bytes = 4096
 
 [credentials.status_token]
 env = "STATUS_TOKEN"
@@ -107,7 +107,7 @@ pub const SMALL_FRAME_CAP: usize = 256;
 
 /// [`test_policy`] under `keep-open` with the smallest frame cap a policy
 /// may set ([`SMALL_FRAME_CAP`]), loaded through the same validation. With
-/// the test policy's 8 KiB cap a fuzzer input must grow past 8 KiB before a
+/// the test policy's 4 KiB cap a fuzzer input must grow past 4 KiB before a
 /// line arriving in pieces crosses the cap; here a few hundred bytes do,
 /// so the framing's cap accounting is tried on most inputs (a planted
 /// off-by-a-chunk in it went unnoticed by `chunking` for 120 s).
@@ -115,13 +115,13 @@ pub fn small_cap_policy() -> Arc<BoundPolicy> {
     static SMALL: OnceLock<Arc<BoundPolicy>> = OnceLock::new();
     Arc::clone(SMALL.get_or_init(|| {
         let text = TEST_POLICY.replacen(
-            "max_frame_bytes = 8192",
+            "max_frame_bytes = 4096",
             &format!("max_frame_bytes = {SMALL_FRAME_CAP}"),
             1,
         );
         assert_ne!(
             text, TEST_POLICY,
-            "the test policy sets max_frame_bytes = 8192"
+            "the test policy sets max_frame_bytes = 4096"
         );
         bound_with_canaries(&text, "testkit/SMALL_CAP_POLICY.toml", OnInvalid::KeepOpen)
     }))

@@ -205,7 +205,7 @@ pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
 /// The same bytes fed whole, byte by byte and in fuzzer-chosen chunks give
 /// identical stdout, actions, rejections and close, under both session
 /// policies and again with the smallest frame cap a policy may set (so the
-/// cap is crossed mid-chunk on most inputs, not only past 8 KiB). Outcomes are reported at
+/// cap is crossed mid-chunk on most inputs, not only past 4 KiB). Outcomes are reported at
 /// end of input so the completion schedule does not depend on the chunking
 /// (with immediate completion, a result can land before or after a later
 /// frame's reply depending on where a read ends, as in the real driver).

@@ -230,8 +230,8 @@ fn nested(depth: usize) -> Value {
 #[test]
 fn the_depth_limit_holds_inside_params_arguments_as_at_the_top() {
     let configured = fixtures::TEST_POLICY.replacen(
-        "max_frame_bytes = 8192",
-        "max_frame_bytes = 8192\nmax_depth = 9",
+        "max_frame_bytes = 4096",
+        "max_frame_bytes = 4096\nmax_depth = 9",
         1,
     );
     let mut small = Policy::from_toml(&configured, std::path::Path::new("t.toml")).unwrap();

@@ -126,7 +126,7 @@ fn json_rejection(err: &serde_json::Error, frame: &[u8]) -> Rejection {
 /// arrays or objects may open. With `KEEP` it builds the value; without, it
 /// applies the same rules to the same tokens and builds nothing (a refusal
 /// needs only the verdict and its wording, and a refused frame may be a
-/// fuzzer's 16 KiB of nested garbage).
+/// fuzzer's 8 KiB of nested garbage).
 #[derive(Debug, Clone, Copy)]
 struct StrictValue<const KEEP: bool> {
     remaining: usize,
