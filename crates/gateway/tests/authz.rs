@@ -407,7 +407,7 @@ properties.p = { type = "string" }
 name = "mixed"
 [tools.http]
 method = "GET"
-url = "http://127.0.0.1/a!b/v!{p}/{p}!"
+url = "http://127.0.0.1/a!b/v+{p}/{p}!"
 allow = ["127.0.0.1:80"]
 [tools.input_schema]
 type = "object"
@@ -420,8 +420,9 @@ properties.p = { type = "string" }
         ("plain", "http://127.0.0.1:80/a/x%20y%3F?q=x%20y%3F&r=x"),
         ("tls", "https://api.example.com:8443/x%20y%3F"),
         ("v6", "http://[::1]:9000/x%20y%3F"),
-        // Literal pieces as written beside an argument, encoded alone.
-        ("mixed", "http://127.0.0.1:80/a!b/v!x%20y%3F/x%20y%3F!"),
+        // Literal pieces as written beside an argument, encoded alone (a
+        // literal `+` too: only a query is form-decoded).
+        ("mixed", "http://127.0.0.1:80/a!b/v+x%20y%3F/x%20y%3F!"),
     ] {
         let action = authorize_call(&policy, tool, json!({"p": "x y?"})).expect(tool);
         let ActionTarget::Http(h) = action.target() else {

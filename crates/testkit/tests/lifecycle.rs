@@ -26,6 +26,9 @@ fn complete_valid_legacy_request_executes_exactly_once() {
         input.extend(call(2, "service_status", json!({"service": "api"})));
         let report = run(&test_policy(OnInvalid::Close), &input);
         assert_eq!(tools_called(&report), ["service_status"]);
+        // The journal records the call and, once it completed, its outcome.
+        let outcomes: Vec<_> = report.journal.iter().map(|e| (e.line, e.outcome)).collect();
+        assert_eq!(outcomes, [(3, Some(false))]);
         assert_eq!(report.revision.map(Revision::as_str), Some(version));
         assert!(report.rejections.is_empty() && report.closed.is_none());
         let lines = stdout_messages(&report);
