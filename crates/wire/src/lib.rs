@@ -33,7 +33,10 @@ pub use frame::{FrameEvent, FrameReader};
 pub use json::{Json, Object};
 pub use limits::Limits;
 pub use rejection::{Fingerprint, Rejection, Stage};
-pub use rpc::{ErrorObject, Id, RpcMessage, parse_message, parse_message_borrowed};
+pub use rpc::{
+    ErrorObject, Id, RpcMessage, parse_message, parse_message_borrowed, parse_message_skimmed,
+};
+pub use strict_json::Skim;
 pub use transcript::{TranscriptViolation, Violation, check_line, check_transcript};
 
 /// JSON-RPC 2.0 error codes used at the boundary.

@@ -39,6 +39,7 @@ use crate::rejection::{Rejection, Stage};
 pub(crate) mod reader;
 pub mod reference;
 
+pub use reader::Skim;
 pub(crate) use reader::{Fault, Reader};
 
 /// Largest integer magnitude every I-JSON peer can represent exactly.

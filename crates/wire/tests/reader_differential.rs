@@ -10,7 +10,9 @@ use proptest::test_runner::FileFailurePersistence;
 use serde_json::Value;
 
 use portcullis_wire::strict_json::{self, reference};
-use portcullis_wire::{Limits, Stage, parse_message_borrowed};
+use portcullis_wire::{
+    Limits, RpcMessage, Skim, Stage, parse_message_borrowed, parse_message_skimmed,
+};
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -169,7 +171,82 @@ fn agree(text: &str, limits: &Limits) -> Result<(), TestCaseError> {
     let message = parse_message_borrowed(text, limits);
     let json_refused = matches!(&message, Err(r) if r.stage == Stage::Json);
     prop_assert_eq!(json_refused, reference.is_err(), "envelope on {:?}", text);
+    // Skimming `params._meta` changes nothing but what it drops: the same
+    // refusal, or the same message less the members it does not keep.
+    let skimmed = parse_message_skimmed(text, limits, &SKIM);
+    match (&message, &skimmed) {
+        (Err(whole), Err(skimmed)) => prop_assert_eq!(whole, skimmed, "skimmed on {:?}", text),
+        (Ok(whole), Ok(skimmed)) => prop_assert_eq!(
+            without_dropped(whole.clone()),
+            skimmed
+                .clone()
+                .map_params(portcullis_wire::Object::into_map),
+            "skimmed on {:?}",
+            text
+        ),
+        _ => prop_assert!(false, "skimming changed the verdict on {:?}", text),
+    }
     Ok(())
+}
+
+/// The member the differential tests skim, and what they keep of it: one
+/// key the generated texts often hold, one they hold inside nesting.
+const SKIM: Skim = Skim {
+    member: "_meta",
+    keep: &["progressToken", "a"],
+};
+
+/// `message` as the skimmed reading should give it: `params._meta`, when
+/// an object, with only the kept members (an oracle on `Value`s, sharing
+/// nothing with the reader's skip).
+fn without_dropped<'a>(
+    message: RpcMessage<'a, portcullis_wire::Object<'a>>,
+) -> RpcMessage<'a, serde_json::Map<String, Value>> {
+    message.map_params(|params| {
+        let mut params = params.into_map();
+        if let Some(Value::Object(meta)) = params.get_mut(SKIM.member) {
+            meta.retain(|key, _| SKIM.keep.contains(&key.as_str()));
+        }
+        params
+    })
+}
+
+/// A request whose `params._meta` is token soup, soup inside objects, or
+/// nested around the depth limit: what the skim checks and drops.
+fn meta_soup() -> impl Strategy<Value = String> {
+    // Each level is an array or an object under a kept or a dropped key,
+    // beside a second member that may repeat the first's key (written
+    // plainly or escaped).
+    let level = (
+        0u8..2,
+        prop::sample::select(vec!["a", "b", "progressToken", "\\u0062"]),
+        prop::sample::select(vec!["b", "c", "\\u0062", "a"]),
+    );
+    let inner = prop_oneof![
+        prop::sample::select(vec!["1", "\"s\"", "null", "[]", "{}", "-0.5"]).prop_map(String::from),
+        soup(),
+    ];
+    let nested = (prop::collection::vec(level, 0..8), inner).prop_map(|(levels, inner)| {
+        let mut text = inner;
+        for (kind, key, other) in levels {
+            text = if kind == 0 {
+                format!("[{text}]")
+            } else {
+                format!("{{\"{key}\":{text},\"{other}\":1}}")
+            };
+        }
+        text
+    });
+    let meta = prop_oneof![soup(), structured_soup(), nested];
+    (meta, prop::bool::ANY).prop_map(|(meta, first)| {
+        let other = r#""name":"t","arguments":{"a":1}"#;
+        let params = if first {
+            format!("{{\"_meta\":{meta},{other}}}")
+        } else {
+            format!("{{{other},\"_meta\":{meta}}}")
+        };
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+    })
 }
 
 fn limits(max_depth: usize) -> Limits {
@@ -195,6 +272,14 @@ proptest! {
     #[test]
     fn the_reader_and_the_reference_agree_on_mutated_documents(text in mutated_document()) {
         agree(&text, &Limits::default())?;
+    }
+
+    #[test]
+    fn the_reader_and_the_reference_agree_on_skimmed_meta(
+        text in meta_soup(),
+        max_depth in 2usize..12,
+    ) {
+        agree(&text, &limits(max_depth))?;
     }
 
     #[test]
@@ -259,6 +344,15 @@ fn doubles_are_the_doubles_serde_json_reads() {
 /// Objects past the size where the reader switches from scanning the keys
 /// read so far to a hash set: distinct keys are all kept, and a repeat is
 /// found wherever it falls, escaped or not.
+/// `object` as a request's `params._meta`, and as a member of it that the
+/// skim drops.
+fn in_meta(object: &str) -> [String; 2] {
+    let request = |meta: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{meta}}}}}"#)
+    };
+    [request(object), request(&format!(r#"{{"b":{object}}}"#))]
+}
+
 #[test]
 fn large_objects_keep_distinct_keys_and_refuse_a_repeat_alike() {
     let object = |keys: &[String]| {
@@ -271,12 +365,24 @@ fn large_objects_keep_distinct_keys_and_refuse_a_repeat_alike() {
         agree(&text, &Limits::default()).unwrap();
         let read = strict_json::parse_value(&text, &Limits::default()).unwrap();
         assert_eq!(read.as_object().map(serde_json::Map::len), Some(size));
+        // As `_meta` (its keys checked beside the kept ones) and as a
+        // dropped member inside it (checked by the skip alone).
+        for meta in in_meta(&text) {
+            agree(&meta, &Limits::default()).unwrap();
+            parse_message_skimmed(&meta, &Limits::default(), &SKIM).unwrap();
+        }
         for repeat in [0, size / 2, size - 1] {
             for spelling in [format!("k{repeat}"), format!("\\u006b{repeat}")] {
                 let mut with_repeat = keys.clone();
                 with_repeat.push(spelling);
                 let text = object(&with_repeat);
                 agree(&text, &Limits::default()).unwrap();
+                for meta in in_meta(&text) {
+                    agree(&meta, &Limits::default()).unwrap();
+                    let refusal =
+                        parse_message_skimmed(&meta, &Limits::default(), &SKIM).unwrap_err();
+                    assert!(refusal.reason.starts_with("duplicate object key"), "{meta}");
+                }
                 let refusal = strict_json::parse_value(&text, &Limits::default()).unwrap_err();
                 assert!(
                     refusal.reason.starts_with("duplicate object key"),

@@ -19,8 +19,9 @@ use crate::id::{IdMemory, Remember};
 
 pub use params::{Initialize, ToolsCall, cancelled_request, initialize_params, tools_call_params};
 pub use revision::{
-    Era, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS,
-    REQUEST_METHODS, Revision, UNSUPPORTED_PROTOCOL_VERSION, era_of, modern_meta, negotiate,
+    Era, LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SKIM,
+    MODERN_VERSIONS, REQUEST_METHODS, Revision, UNSUPPORTED_PROTOCOL_VERSION, era_of, modern_meta,
+    negotiate,
 };
 
 /// A protocol-level refusal of one message (stage `mcp`).

@@ -8,7 +8,7 @@
 //! `server/discover` advertises what the server supports.
 
 use portcullis_wire::codes::INVALID_PARAMS;
-use portcullis_wire::{Json, Object};
+use portcullis_wire::{Json, Object, Skim};
 
 use super::Refusal;
 
@@ -20,6 +20,15 @@ pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key carrying the modern client capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// How the gateway reads `params`: of `_meta` it reads only these two
+/// members ([`era_of`], [`modern_meta`]); a client's progress token, trace
+/// context and anything else there are checked by every strict JSON rule
+/// and dropped unbuilt.
+pub const META_SKIM: Skim = Skim {
+    member: "_meta",
+    keep: &[META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES],
+};
 /// Error code for an unsupported modern protocol version.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 

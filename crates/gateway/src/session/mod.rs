@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use portcullis_wire::codes::METHOD_NOT_FOUND;
 use portcullis_wire::{
-    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, parse_message_borrowed, utf8,
+    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, parse_message_skimmed, utf8,
 };
 use serde_json::Value;
 
@@ -151,8 +151,8 @@ impl Core {
             FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, None, effects),
             FrameEvent::Frame(bytes) => bytes,
         };
-        let message =
-            utf8::decode(frame).and_then(|text| parse_message_borrowed(text, &self.config.limits));
+        let message = utf8::decode(frame)
+            .and_then(|text| parse_message_skimmed(text, &self.config.limits, &mcp::META_SKIM));
         let message = match message {
             Ok(message) => message,
             Err(rejection) => return self.refuse(line, rejection, None, effects),

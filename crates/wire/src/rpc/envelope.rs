@@ -8,11 +8,16 @@ use std::borrow::Cow;
 use super::{Envelope, IdField, Members, Text};
 use crate::id::Id;
 use crate::json::Json;
-use crate::strict_json::{Fault, Reader};
+use crate::strict_json::{Fault, Reader, Skim};
 
 /// Read `text` as one strict JSON value into an envelope; `depth` levels of
-/// arrays and objects may open, the top level included.
-pub(super) fn read(text: &str, depth: usize) -> Result<Envelope<'_>, Fault> {
+/// arrays and objects may open, the top level included. With `skim`,
+/// `params` is read as [`Reader::skimmed`] reads it.
+pub(super) fn read<'a>(
+    text: &'a str,
+    depth: usize,
+    skim: Option<&Skim>,
+) -> Result<Envelope<'a>, Fault> {
     Reader::read_whole(text, |reader| {
         if !reader.open_object() {
             return Ok(match reader.value(depth)? {
@@ -24,7 +29,10 @@ pub(super) fn read(text: &str, depth: usize) -> Result<Envelope<'_>, Fault> {
         let child = depth.saturating_sub(1);
         let mut m = Members::default();
         reader.members(|reader, key| {
-            let value = reader.value(child)?;
+            let value = match skim {
+                Some(skim) if key == "params" => reader.skimmed(child, skim)?,
+                _ => reader.value(child)?,
+            };
             let fresh = match &*key {
                 "jsonrpc" => set(&mut m.jsonrpc, text_of(value)),
                 "id" => set(&mut m.id, id_of(&value)),

@@ -23,7 +23,7 @@ use crate::codes::INVALID_REQUEST;
 use crate::json::{Json, Object};
 use crate::limits::Limits;
 use crate::rejection::{Rejection, Stage};
-use crate::strict_json::{display_name, refusal};
+use crate::strict_json::{Skim, display_name, refusal};
 
 pub use crate::id::Id;
 
@@ -127,7 +127,29 @@ pub fn parse_message_borrowed<'a>(
     text: &'a str,
     limits: &Limits,
 ) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
-    let envelope = envelope::read(text, limits.effective_depth())
+    read_message(text, limits, None)
+}
+
+/// [`parse_message_borrowed`] with one member of `params` read for the
+/// members `skim` names only: the same verdict on every text (the rest of
+/// that member is checked by every rule, and dropped unbuilt), and the
+/// same message but for what was dropped. The gateway reads MCP's `_meta`
+/// so: a client's progress token and trace context, which it has no use
+/// for, are never built into a tree.
+pub fn parse_message_skimmed<'a>(
+    text: &'a str,
+    limits: &Limits,
+    skim: &Skim,
+) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
+    read_message(text, limits, Some(skim))
+}
+
+fn read_message<'a>(
+    text: &'a str,
+    limits: &Limits,
+    skim: Option<&Skim>,
+) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
+    let envelope = envelope::read(text, limits.effective_depth(), skim)
         .map_err(|fault| refusal(text, limits, fault))?;
     classify(envelope).map_err(|(reason, id)| {
         Rejection::new(Stage::Rpc, INVALID_REQUEST, reason, text.as_bytes()).with_id(id)

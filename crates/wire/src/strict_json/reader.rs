@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 use serde_json::Number;
+use smallvec::SmallVec;
 
 use super::MAX_SAFE_INTEGER;
 use crate::json::{Json, Object};
@@ -43,6 +44,44 @@ const UNSAFE_INTEGER: &str = "integer beyond ±(2^53−1) cannot be represented 
 /// rather than by scanning the members read so far, so a frame full of keys
 /// costs linear time.
 const LINEAR_DUPLICATE_SCAN: usize = 16;
+
+/// Which member of an object [`Reader::skimmed`] reads for a few of its
+/// members only, and which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skim {
+    /// The member read shallowly (MCP's `_meta`).
+    pub member: &'static str,
+    /// Its members that are kept; every other is checked and dropped.
+    pub keep: &'static [&'static str],
+}
+
+/// The keys of one object read so far, for the duplicate rule when the
+/// members themselves are not kept: scanned while few, hashed after.
+#[derive(Default)]
+struct Keys<'a> {
+    few: SmallVec<[Cow<'a, str>; 8]>,
+    many: Option<HashSet<Cow<'a, str>>>,
+}
+
+impl<'a> Keys<'a> {
+    /// Record `key`; false if it was already there.
+    fn insert(&mut self, key: Cow<'a, str>) -> bool {
+        if let Some(many) = &mut self.many {
+            return many.insert(key);
+        }
+        if self.few.contains(&key) {
+            return false;
+        }
+        if self.few.len() < LINEAR_DUPLICATE_SCAN {
+            self.few.push(key);
+        } else {
+            let mut many: HashSet<_> = self.few.drain(..).collect();
+            many.insert(key);
+            self.many = Some(many);
+        }
+        true
+    }
+}
 
 /// A cursor over one text.
 #[derive(Debug)]
@@ -131,6 +170,16 @@ impl<'a> Reader<'a> {
 
     /// An object whose `{` was consumed; `child` levels remain below it.
     fn object(&mut self, child: usize) -> Result<Object<'a>, Fault> {
+        self.object_with(child, |reader, _, child| reader.value(child))
+    }
+
+    /// An object whose `{` was consumed, each member's value read by
+    /// `read` (given the key and the levels that remain below the object).
+    fn object_with(
+        &mut self,
+        child: usize,
+        mut read: impl FnMut(&mut Self, &str, usize) -> Result<Json<'a>, Fault>,
+    ) -> Result<Object<'a>, Fault> {
         let mut members: Vec<(Cow<'a, str>, Json<'a>)> = Vec::new();
         let mut seen: Option<HashSet<Cow<'a, str>>> = None;
         self.members(|reader, key| {
@@ -147,11 +196,93 @@ impl<'a> Reader<'a> {
             if duplicate {
                 return Err(reader.fault("duplicate object key"));
             }
-            let value = reader.value(child)?;
+            let value = read(reader, &key, child)?;
             members.push((key, value));
             Ok(())
         })?;
         Ok(Object::from_members(members))
+    }
+
+    /// An object read as [`Reader::value`] reads one, except that member
+    /// `skim.member`, when it is an object, keeps only the members
+    /// `skim.keep` names: the rest of it is checked by every rule and
+    /// dropped ([`Reader::skip`]). `remaining` as for `value`.
+    pub(crate) fn skimmed(&mut self, remaining: usize, skim: &Skim) -> Result<Json<'a>, Fault> {
+        if self.peek_token() != Some(b'{') {
+            return self.value(remaining);
+        }
+        let child = self.enter(remaining)?;
+        self.pos += 1;
+        self.object_with(child, |reader, key, child| {
+            if key == skim.member && reader.peek_token() == Some(b'{') {
+                let grandchild = reader.enter(child)?;
+                reader.pos += 1;
+                reader.kept_members(grandchild, skim.keep).map(Json::Object)
+            } else {
+                reader.value(child)
+            }
+        })
+        .map(Json::Object)
+    }
+
+    /// An object whose `{` was consumed, keeping the members `keep` names.
+    fn kept_members(&mut self, child: usize, keep: &[&str]) -> Result<Object<'a>, Fault> {
+        let mut members = Vec::new();
+        let mut keys = Keys::default();
+        self.members(|reader, key| {
+            if !keys.insert(key.clone()) {
+                return Err(reader.fault("duplicate object key"));
+            }
+            if keep.contains(&&*key) {
+                let value = reader.value(child)?;
+                members.push((key, value));
+                Ok(())
+            } else {
+                reader.skip(child)
+            }
+        })?;
+        Ok(Object::from_members(members))
+    }
+
+    /// Check a value by every rule [`Reader::value`] applies (the same
+    /// string, number and literal readings; the same depth and duplicate
+    /// rules), keeping nothing of it.
+    fn skip(&mut self, remaining: usize) -> Result<(), Fault> {
+        match self.peek_token() {
+            Some(b'{') => {
+                let child = self.enter(remaining)?;
+                self.pos += 1;
+                let mut keys = Keys::default();
+                self.members(|reader, key| {
+                    if !keys.insert(key) {
+                        return Err(reader.fault("duplicate object key"));
+                    }
+                    reader.skip(child)
+                })
+            }
+            Some(b'[') => {
+                let child = self.enter(remaining)?;
+                self.pos += 1;
+                if self.peek_token() == Some(b']') {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip(child)?;
+                    match self.peek_token() {
+                        Some(b',') => self.pos += 1,
+                        Some(b']') => {
+                            self.pos += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(self.fault("expected `,` or `]`")),
+                    }
+                }
+            }
+            // Scalars build no tree; a string with escapes is unescaped
+            // (that is where an escape is judged) and dropped.
+            _ => self.value(remaining).map(drop),
+        }
     }
 
     /// The members of an object whose `{` was consumed: each key goes to
