@@ -241,3 +241,39 @@ fn a_bracketed_ipv6_host_takes_a_port_only_after_its_closing_bracket() {
         );
     }
 }
+
+#[test]
+fn the_wrap_table_is_read_as_written_and_checked() {
+    let text = format!(
+        "{BASE}\n[wrap]\ntools = [\"search\", \"fetch\"]\nmethods = [\"resources/read\"]\nrequest_timeout_ms = 2500\n"
+    );
+    let policy = Policy::from_toml(&text, Path::new("ok.toml")).unwrap();
+    assert_eq!(
+        policy.wrap.tools.as_deref(),
+        Some(&["search".to_owned(), "fetch".to_owned()][..])
+    );
+    assert_eq!(policy.wrap.methods, ["resources/read"]);
+    assert_eq!(
+        policy.wrap.request_timeout,
+        std::time::Duration::from_millis(2500)
+    );
+    // Without the table: only pinned tools, no further methods, the
+    // default timeout.
+    let bare = Policy::from_toml(BASE, Path::new("ok.toml")).unwrap();
+    assert_eq!(bare.wrap.tools, None);
+    assert!(bare.wrap.methods.is_empty());
+    assert_eq!(
+        bare.wrap.request_timeout,
+        portcullis_gateway::policy::DEFAULT_WRAP_REQUEST_TIMEOUT
+    );
+
+    for (body, field) in [
+        ("tools = [\"\"]", "wrap.tools"),
+        ("methods = [\"a\\nb\"]", "wrap.methods"),
+        ("request_timeout_ms = 0", "wrap.request_timeout_ms"),
+        ("request_timeout_ms = 3600001", "wrap.request_timeout_ms"),
+    ] {
+        let message = error_of(&format!("{BASE}\n[wrap]\n{body}\n"));
+        assert!(message.contains(field), "{body}: {message}");
+    }
+}

@@ -75,3 +75,22 @@ fn properties_named_only_in_a_definition_do_not_close_the_object() {
         assert!(accepts(&schema, json!({"p": {"anything": 1}})), "{keyword}");
     }
 }
+
+#[test]
+fn a_root_without_properties_is_closed_unless_it_says_otherwise() {
+    // No properties at all: no arguments are accepted, whether the root
+    // composes (closed by unevaluatedProperties) or not.
+    for schema in [
+        json!({"type": "object"}),
+        json!({"type": "object", "allOf": [{"required": []}]}),
+    ] {
+        assert!(accepts(&schema, json!({})), "{schema}");
+        assert!(!accepts(&schema, json!({"x": 1})), "{schema}");
+    }
+    // A root that says what other members may be keeps its word.
+    for keyword in ["additionalProperties", "unevaluatedProperties"] {
+        let schema = json!({"type": "object", keyword: {"type": "string"}});
+        assert!(accepts(&schema, json!({"x": "s"})), "{keyword}");
+        assert!(!accepts(&schema, json!({"x": 1})), "{keyword}");
+    }
+}
