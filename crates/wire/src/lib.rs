@@ -34,7 +34,8 @@ pub use json::{Json, Object};
 pub use limits::Limits;
 pub use rejection::{Fingerprint, Rejection, Stage};
 pub use rpc::{
-    ErrorObject, Id, RpcMessage, parse_message, parse_message_borrowed, parse_message_skimmed,
+    ErrorObject, Id, RpcMessage, Unworded, parse_message, parse_message_borrowed,
+    parse_message_skimmed,
 };
 pub use strict_json::Skim;
 pub use transcript::{TranscriptViolation, Violation, check_line, check_transcript};

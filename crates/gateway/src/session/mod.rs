@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use portcullis_wire::codes::METHOD_NOT_FOUND;
 use portcullis_wire::{
-    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, parse_message_skimmed, utf8,
+    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, Unworded, parse_message_skimmed,
+    utf8,
 };
 use serde_json::Value;
 
@@ -152,10 +153,11 @@ impl Core {
             FrameEvent::Frame(bytes) => bytes,
         };
         let message = utf8::decode(frame)
+            .map_err(Unworded::from)
             .and_then(|text| parse_message_skimmed(text, &self.config.limits, &mcp::META_SKIM));
         let message = match message {
             Ok(message) => message,
-            Err(rejection) => return self.refuse(line, rejection, None, effects),
+            Err(refused) => return self.refuse_read(line, refused, effects),
         };
         match mcp::admit(&mut self.mcp, message) {
             Ok(request) => self.serve(line, frame, request, effects),

@@ -13,7 +13,7 @@
 //! side too.
 
 use portcullis_wire::codes::INVALID_PARAMS;
-use portcullis_wire::{ErrorObject, Id, Outbound, Rejection, Stage};
+use portcullis_wire::{ErrorObject, Id, Outbound, Rejection, Stage, Unworded};
 use serde_json::{Value, json};
 
 use super::Core;
@@ -43,6 +43,30 @@ impl Core {
         let rejection =
             Rejection::new(Stage::Mcp, refusal.code, refusal.message, frame).with_id(refusal.id);
         self.refuse(line, rejection, refusal.data, effects);
+    }
+
+    /// Record a frame refused while it was read (UTF-8, strict JSON,
+    /// JSON-RPC) and answer it per the error-reply rules. Its reason is
+    /// worded only where it can be shown: under `keep-open` a frame whose
+    /// id was never read is neither answered nor a cause to close (see
+    /// [`error_reply`]), so a JSON-stage refusal there costs no second
+    /// reading of the frame.
+    pub(super) fn refuse_read(
+        &mut self,
+        line: u64,
+        refused: Unworded<'_>,
+        effects: &mut Vec<Effect>,
+    ) {
+        if self.config.on_invalid == OnInvalid::KeepOpen && refused.id().is_none() {
+            let record = RejectionRecord {
+                line,
+                stage: refused.stage(),
+                code: refused.code(),
+                fingerprint: refused.fingerprint(),
+            };
+            return self.record(record, effects);
+        }
+        self.refuse(line, refused.word(), None, effects);
     }
 
     /// Record a frame refused at the framing..mcp stages and answer it per
@@ -131,6 +155,7 @@ pub fn error_reply(
         .id
         .clone()
         .filter(|id| rejection.stage == Stage::Mcp || state.claim_id_for_error(id));
+    // `Core::refuse_read` relies on this: under keep-open, no id, no reply.
     if echoed.is_none() && !may_omit_id {
         return None;
     }

@@ -19,11 +19,11 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::codes::INVALID_REQUEST;
+use crate::codes::{INVALID_REQUEST, PARSE_ERROR};
 use crate::json::{Json, Object};
 use crate::limits::Limits;
-use crate::rejection::{Rejection, Stage};
-use crate::strict_json::{Skim, display_name, refusal};
+use crate::rejection::{Fingerprint, Rejection, Stage};
+use crate::strict_json::{Fault, Skim, display_name, refusal};
 
 pub use crate::id::Id;
 
@@ -127,7 +127,7 @@ pub fn parse_message_borrowed<'a>(
     text: &'a str,
     limits: &Limits,
 ) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
-    read_message(text, limits, None)
+    read_message(text, limits, None).map_err(Unworded::word)
 }
 
 /// [`parse_message_borrowed`] with one member of `params` read for the
@@ -135,12 +135,13 @@ pub fn parse_message_borrowed<'a>(
 /// that member is checked by every rule, and dropped unbuilt), and the
 /// same message but for what was dropped. The gateway reads MCP's `_meta`
 /// so: a client's progress token and trace context, which it has no use
-/// for, are never built into a tree.
+/// for, are never built into a tree. A refusal comes back [`Unworded`]:
+/// the gateway words it only when a reply or a close will show it.
 pub fn parse_message_skimmed<'a>(
     text: &'a str,
     limits: &Limits,
     skim: &Skim,
-) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
+) -> Result<RpcMessage<'a, Object<'a>>, Unworded<'a>> {
     read_message(text, limits, Some(skim))
 }
 
@@ -148,12 +149,90 @@ fn read_message<'a>(
     text: &'a str,
     limits: &Limits,
     skim: Option<&Skim>,
-) -> Result<RpcMessage<'a, Object<'a>>, Rejection> {
-    let envelope = envelope::read(text, limits.effective_depth(), skim)
-        .map_err(|fault| refusal(text, limits, fault))?;
+) -> Result<RpcMessage<'a, Object<'a>>, Unworded<'a>> {
+    let envelope = envelope::read(text, limits.effective_depth(), skim).map_err(|fault| {
+        Unworded(Refused::Json {
+            text,
+            limits: *limits,
+            fault,
+        })
+    })?;
     classify(envelope).map_err(|(reason, id)| {
-        Rejection::new(Stage::Rpc, INVALID_REQUEST, reason, text.as_bytes()).with_id(id)
+        Rejection::new(Stage::Rpc, INVALID_REQUEST, reason, text.as_bytes())
+            .with_id(id)
+            .into()
     })
+}
+
+/// A refusal whose reason is worded only when asked for: a JSON-stage
+/// reason is the reference reading's (serde_json's words, line and
+/// column), which means reading the frame a second time, and a frame
+/// refused before its id was read is, under `keep-open`, neither answered
+/// nor the cause of a close, so nobody reads its reason. What a ledger
+/// records (stage, code, fingerprint) needs no wording.
+#[derive(Debug)]
+pub struct Unworded<'a>(Refused<'a>);
+
+#[derive(Debug)]
+enum Refused<'a> {
+    Json {
+        text: &'a str,
+        limits: Limits,
+        fault: Fault,
+    },
+    Worded(Rejection),
+}
+
+impl Unworded<'_> {
+    /// The stage that refused the frame.
+    pub fn stage(&self) -> Stage {
+        match &self.0 {
+            Refused::Json { .. } => Stage::Json,
+            Refused::Worded(rejection) => rejection.stage,
+        }
+    }
+
+    /// The JSON-RPC error code the refusal maps to.
+    pub fn code(&self) -> i64 {
+        match &self.0 {
+            Refused::Json { .. } => PARSE_ERROR,
+            Refused::Worded(rejection) => rejection.code,
+        }
+    }
+
+    /// The request id, when one was read (never at the JSON stage).
+    pub fn id(&self) -> Option<&Id> {
+        match &self.0 {
+            Refused::Json { .. } => None,
+            Refused::Worded(rejection) => rejection.id.as_ref(),
+        }
+    }
+
+    /// The frame's fingerprint, as the worded rejection carries it.
+    pub fn fingerprint(&self) -> Fingerprint {
+        match &self.0 {
+            Refused::Json { text, .. } => Fingerprint::of(text.as_bytes()),
+            Refused::Worded(rejection) => rejection.fingerprint,
+        }
+    }
+
+    /// The rejection, worded.
+    pub fn word(self) -> Rejection {
+        match self.0 {
+            Refused::Json {
+                text,
+                limits,
+                fault,
+            } => refusal(text, &limits, fault),
+            Refused::Worded(rejection) => rejection,
+        }
+    }
+}
+
+impl From<Rejection> for Unworded<'_> {
+    fn from(rejection: Rejection) -> Self {
+        Self(Refused::Worded(rejection))
+    }
 }
 
 /// A top-level member read without judging its type yet.
