@@ -281,3 +281,19 @@ fn a_whole_capture_is_read_in_64_kib_pieces() {
     let rest = bytes.len() - 2 * full;
     assert_eq!(stream.asked, [full, full, full, full - rest, full]);
 }
+
+#[test]
+fn chunkings_split_as_documented() {
+    let bytes = b"abcdefg";
+    let split = |chunking: Chunking| chunking.split(bytes);
+    assert_eq!(split(Chunking::Whole), [&bytes[..]]);
+    assert_eq!(split(Chunking::ByteByByte).len(), bytes.len());
+    // No sizes: one read with everything, as `Whole`.
+    assert_eq!(split(Chunking::Sizes(vec![])), [&bytes[..]]);
+    // Sizes cycle, a zero counts as one, the last read is what is left.
+    assert_eq!(
+        split(Chunking::Sizes(vec![2, 0])),
+        [&b"ab"[..], b"c", b"de", b"f", b"g"]
+    );
+    assert_eq!(split(Chunking::Sizes(vec![5])), [&b"abcde"[..], b"fg"]);
+}
