@@ -126,6 +126,8 @@ fn mutated_document() -> impl Strategy<Value = String> {
             r#"{"a":{"b":{"c":[{"d":"\u00e9\ud83d\ude00"}]}},"e":"abcdefghijklmnopqrstuvwxyz"}"#,
             r#"[1,-0,1e3,"s",{"k":"v","\u006b2":2},[]]"#,
             r#"{"jsonrpc":"2.0","id":"x","result":{"ok":true}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","result":{"_meta":{"progressToken":"p","b":[1,{"c":2}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"m","data":{"_meta":{"b":1}}}}"#,
         ]),
         prop::collection::vec(edit, 1..4),
     )
@@ -294,6 +296,25 @@ proptest! {
             text = if array { format!("[{text}]") } else { format!("{{\"k\":{text}}}") };
         }
         agree(&text, &limits(max_depth))?;
+    }
+}
+
+#[test]
+fn only_params_is_skimmed() {
+    // `_meta` elsewhere (a response's result, an error's data, a member
+    // nested in params) is read whole.
+    for text in [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"progressToken":"p","b":[1]}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data":{"_meta":{"b":1}}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":{"_meta":{"b":1}}}}"#,
+    ] {
+        let whole = parse_message_borrowed(text, &Limits::default())
+            .unwrap()
+            .map_params(portcullis_wire::Object::into_map);
+        let skimmed = parse_message_skimmed(text, &Limits::default(), &SKIM)
+            .unwrap()
+            .map_params(portcullis_wire::Object::into_map);
+        assert_eq!(whole, skimmed, "{text}");
     }
 }
 
