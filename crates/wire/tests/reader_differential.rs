@@ -300,6 +300,32 @@ proptest! {
 }
 
 #[test]
+fn dropped_values_of_every_shape_are_read_alike() {
+    for value in [
+        "[]",
+        "{}",
+        "[[]]",
+        "[{}]",
+        r#"{"a":[]}"#,
+        r#"{"a":{}}"#,
+        r#"[1,"s",null,true,false,-0.5,{"k":[]},[]]"#,
+        r#""\u00e9\n""#,
+        "-0",
+    ] {
+        for meta in [
+            format!(r#"{{"b":{value}}}"#),
+            format!(r#"{{"b":{value},"progressToken":{value},"c":{value}}}"#),
+        ] {
+            let text =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{meta}}}}}"#);
+            agree(&text, &Limits::default()).unwrap();
+            parse_message_skimmed(&text, &Limits::default(), &SKIM)
+                .unwrap_or_else(|e| panic!("{text}: {}", e.word()));
+        }
+    }
+}
+
+#[test]
 fn only_params_is_skimmed() {
     // `_meta` elsewhere (a response's result, an error's data, a member
     // nested in params) is read whole.
