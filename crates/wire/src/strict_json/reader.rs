@@ -263,21 +263,7 @@ impl<'a> Reader<'a> {
             Some(b'[') => {
                 let child = self.enter(remaining)?;
                 self.pos += 1;
-                if self.peek_token() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                loop {
-                    self.skip(child)?;
-                    match self.peek_token() {
-                        Some(b',') => self.pos += 1,
-                        Some(b']') => {
-                            self.pos += 1;
-                            return Ok(());
-                        }
-                        _ => return Err(self.fault("expected `,` or `]`")),
-                    }
-                }
+                self.elements(|reader| reader.skip(child))
             }
             // Scalars build no tree; a string with escapes is unescaped
             // (that is where an escape is judged) and dropped.
@@ -329,17 +315,30 @@ impl<'a> Reader<'a> {
     /// An array whose `[` was consumed; `child` levels remain below it.
     fn array(&mut self, child: usize) -> Result<Vec<Json<'a>>, Fault> {
         let mut items = Vec::new();
+        self.elements(|reader| {
+            items.push(reader.value(child)?);
+            Ok(())
+        })?;
+        Ok(items)
+    }
+
+    /// The elements of an array whose `[` was consumed: `element` reads
+    /// each one.
+    fn elements(
+        &mut self,
+        mut element: impl FnMut(&mut Self) -> Result<(), Fault>,
+    ) -> Result<(), Fault> {
         if self.peek_token() == Some(b']') {
             self.pos += 1;
-            return Ok(items);
+            return Ok(());
         }
         loop {
-            items.push(self.value(child)?);
+            element(self)?;
             match self.peek_token() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(items);
+                    return Ok(());
                 }
                 _ => return Err(self.fault("expected `,` or `]`")),
             }
