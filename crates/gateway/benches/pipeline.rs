@@ -4,12 +4,15 @@
 //! (`initialize` + 10,000 `tools/call` of about 300 bytes), large calls
 //! (64 KiB string arguments) and a hostile mix (half the frames refused, at
 //! every stage from framing to authorization, under `keep-open`). For each
-//! mix four contenders read the same bytes:
+//! mix five contenders read the same bytes:
 //!
 //! - `pipeline`: [`Gateway::receive`] in 64 KiB reads, as the binary's
 //!   driver feeds it — framing, UTF-8, strict JSON, JSON-RPC, MCP routing,
 //!   the schema check and authorization — each `Execute`'s action handed to
 //!   a recorder;
+//! - `wire`: the first stages alone, as the session runs them — framing,
+//!   UTF-8, strict JSON and JSON-RPC — so the table shows, by time, what
+//!   the MCP, schema and authorization stages add to the reading;
 //! - `serde_value`: `serde_json::from_slice::<Value>` of each line (split
 //!   beforehand, so the baseline does no framing);
 //! - `ignored_any`: `serde_json::from_slice::<IgnoredAny>`, a validate-only
@@ -38,8 +41,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use portcullis_gateway::{
-    AuthorizedAction, Config, Effect, Gateway, OnInvalid, Policy, SecretStore,
+    AuthorizedAction, Config, Effect, Gateway, OnInvalid, Policy, SecretStore, mcp,
 };
+use portcullis_wire::{FrameEvent, FrameReader, parse_message_skimmed, utf8};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
@@ -201,6 +205,25 @@ fn pipeline(mix: &Mix, policy: &(Arc<Policy>, Arc<SecretStore>)) -> usize {
     recorder.actions
 }
 
+/// Frames read as the session reads them up to its MCP stage: `_meta`
+/// skimmed as the session skims it. Counts the messages read.
+fn wire(mix: &Mix, policy: &(Arc<Policy>, Arc<SecretStore>)) -> usize {
+    let config = Config::from_policy(&policy.0);
+    let mut reader = FrameReader::new(config.limits.max_frame_bytes);
+    let mut read = 0;
+    for chunk in mix.input.chunks(READ_BYTES) {
+        reader.feed(chunk, |_, event| {
+            if let FrameEvent::Frame(frame) = event {
+                let message = utf8::decode(frame).ok().and_then(|text| {
+                    parse_message_skimmed(text, &config.limits, &mcp::META_SKIM).ok()
+                });
+                read += usize::from(black_box(message).is_some());
+            }
+        });
+    }
+    read
+}
+
 fn serde_value(mix: &Mix) -> usize {
     let mut ok = 0;
     for line in &mix.lines {
@@ -226,12 +249,13 @@ fn newlines(mix: &Mix) -> usize {
     memchr::memchr_iter(b'\n', &mix.input).count()
 }
 
-const CONTENDERS: [&str; 4] = ["pipeline", "serde_value", "ignored_any", "memchr"];
+const CONTENDERS: [&str; 5] = ["pipeline", "serde_value", "wire", "ignored_any", "memchr"];
 
 fn run(contender: &str, mix: &Mix, policy: &(Arc<Policy>, Arc<SecretStore>)) -> usize {
     match contender {
         "pipeline" => pipeline(mix, policy),
         "serde_value" => serde_value(mix),
+        "wire" => wire(mix, policy),
         "ignored_any" => ignored_any(mix),
         _ => newlines(mix),
     }
@@ -360,6 +384,11 @@ fn main() {
             pipeline(mix, policy_of(mix)),
             mix.executes,
             "{}: every valid call, and only those, reaches the recorder",
+            mix.name
+        );
+        assert!(
+            wire(mix, policy_of(mix)) >= mix.executes,
+            "{}: every frame that executes is read by the wire stages",
             mix.name
         );
     }
