@@ -48,11 +48,6 @@ impl FrameReader {
         }
     }
 
-    /// The 1-based number of the line currently being read.
-    pub fn line(&self) -> u64 {
-        self.line
-    }
-
     /// Bytes currently buffered for an incomplete frame.
     pub fn buffered(&self) -> usize {
         self.buf.len()
