@@ -187,8 +187,13 @@ pub struct Listed {
     pub name: String,
 }
 
-/// Parses `cargo mutants --list --json`.
+/// Parses `cargo mutants --list --json`. With `--in-diff`, a diff that
+/// adds no line (one that only deletes code) makes cargo-mutants print
+/// nothing at all rather than `[]` ("No mutants to filter"): no mutants.
 pub fn parse_list(text: &str) -> Result<Vec<Listed>> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
     serde_json::from_str(text).context("`cargo mutants --list --json` printed something else")
 }
 
@@ -293,5 +298,15 @@ mod tests {
         let listed = parse_list(r#"[{"name":"a.rs:1:1: x","package":"p"}]"#).unwrap();
         assert_eq!(listed[0].name, "a.rs:1:1: x");
         assert!(parse_list("{}").is_err());
+        assert!(parse_list("No mutants").is_err());
+    }
+
+    #[test]
+    fn a_diff_that_only_deletes_lists_nothing() {
+        // What cargo-mutants 27 prints for `--list --json --in-diff` of a
+        // diff without added lines (CI's run after a commit that removed
+        // `FrameReader::line`).
+        assert!(parse_list("").unwrap().is_empty());
+        assert!(parse_list("\n").unwrap().is_empty());
     }
 }
