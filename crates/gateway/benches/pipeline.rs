@@ -41,9 +41,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
 use portcullis_gateway::{
-    AuthorizedAction, Config, Effect, Gateway, OnInvalid, Policy, SecretStore, mcp,
+    AuthorizedAction, Config, Effect, Gateway, OnInvalid, Policy, SecretStore, session::read_frame,
 };
-use portcullis_wire::{FrameEvent, FrameReader, parse_message_skimmed, utf8};
+use portcullis_wire::{FrameEvent, FrameReader};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
@@ -205,8 +205,8 @@ fn pipeline(mix: &Mix, policy: &(Arc<Policy>, Arc<SecretStore>)) -> usize {
     recorder.actions
 }
 
-/// Frames read as the session reads them up to its MCP stage: `_meta`
-/// skimmed as the session skims it. Counts the messages read.
+/// Frames read as the session reads them up to its MCP stage (the
+/// session's own [`read_frame`]). Counts the messages read.
 fn wire(mix: &Mix, policy: &(Arc<Policy>, Arc<SecretStore>)) -> usize {
     let config = Config::from_policy(&policy.0);
     let mut reader = FrameReader::new(config.limits.max_frame_bytes);
@@ -214,9 +214,7 @@ fn wire(mix: &Mix, policy: &(Arc<Policy>, Arc<SecretStore>)) -> usize {
     for chunk in mix.input.chunks(READ_BYTES) {
         reader.feed(chunk, |_, event| {
             if let FrameEvent::Frame(frame) = event {
-                let message = utf8::decode(frame).ok().and_then(|text| {
-                    parse_message_skimmed(text, &config.limits, &mcp::META_SKIM).ok()
-                });
+                let message = read_frame(frame, &config.limits).ok();
                 read += usize::from(black_box(message).is_some());
             }
         });

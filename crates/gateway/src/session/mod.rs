@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use portcullis_wire::codes::METHOD_NOT_FOUND;
 use portcullis_wire::{
-    ErrorObject, FrameEvent, FrameReader, Id, Outbound, Stage, Unworded, parse_message_skimmed,
-    utf8,
+    ErrorObject, FrameEvent, FrameReader, Id, Limits, Object, Outbound, RpcMessage, Stage,
+    Unworded, parse_message_skimmed, utf8,
 };
 use serde_json::Value;
 
@@ -142,6 +142,17 @@ impl Gateway {
     }
 }
 
+/// A frame's UTF-8, strict JSON and JSON-RPC stages, as the session runs
+/// them: `_meta` skimmed to what MCP routing reads ([`mcp::META_SKIM`]).
+pub fn read_frame<'a>(
+    frame: &'a [u8],
+    limits: &Limits,
+) -> Result<RpcMessage<'a, Object<'a>>, Unworded<'a>> {
+    utf8::decode(frame)
+        .map_err(Unworded::from)
+        .and_then(|text| parse_message_skimmed(text, limits, &mcp::META_SKIM))
+}
+
 impl Core {
     fn event(&mut self, line: u64, event: FrameEvent<'_>, effects: &mut Vec<Effect>) {
         if self.closed {
@@ -152,10 +163,7 @@ impl Core {
             FrameEvent::Rejected(rejection) => return self.refuse(line, rejection, None, effects),
             FrameEvent::Frame(bytes) => bytes,
         };
-        let message = utf8::decode(frame)
-            .map_err(Unworded::from)
-            .and_then(|text| parse_message_skimmed(text, &self.config.limits, &mcp::META_SKIM));
-        let message = match message {
+        let message = match read_frame(frame, &self.config.limits) {
             Ok(message) => message,
             Err(refused) => return self.refuse_read(line, refused, effects),
         };
