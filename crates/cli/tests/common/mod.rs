@@ -9,6 +9,7 @@
     reason = "each test binary that includes this module uses only some of its helpers"
 )]
 
+pub mod docs;
 pub mod hostile;
 
 use std::ffi::OsString;
