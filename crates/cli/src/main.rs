@@ -16,7 +16,7 @@
 //! both share (logging, exit statuses, the journal, threads); [`replay`]
 //! runs a captured stream through `portcullis_gateway::replay` with the
 //! Recorder; [`inspect`], [`policy_cmd`] and [`audit`] are the report
-//! subcommands.
+//! subcommands, and `completions` (here) prints shell completion scripts.
 //!
 //! stdout ownership: the very first thing `main` does, for every
 //! subcommand, is move stdout to a private descriptor and point fd 1 at
@@ -24,10 +24,10 @@
 //! to the private descriptor; the report subcommands and clap's `--help`
 //! and `--version` get it as a plain writer. Nothing else can reach it.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 mod audit;
 mod check;
@@ -42,7 +42,21 @@ mod wrap;
 
 /// A strict stdio boundary in front of an MCP server.
 #[derive(Debug, Parser)]
-#[command(name = "portcullis", version, about)]
+#[command(
+    name = "portcullis",
+    version,
+    about,
+    after_help = concat!(
+        "Exit status:\n",
+        "  0  success\n",
+        "  1  the subject was found wanting (a rejected line, a failed check, a malformed journal)\n",
+        "  2  usage or I/O error\n",
+        "  mcp and wrap add statuses of their own (3, 4, 5, 130, 143): see their --help\n",
+        "\n",
+        "Documentation: the docs/ folder of the source repository.\n",
+        "Every subcommand's --help ends with an example.",
+    ),
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -78,6 +92,23 @@ enum Command {
     /// not be written, 5 when the upstream ended its output with the
     /// session open, 130 / 143 on SIGINT / SIGTERM.
     Wrap(wrap::WrapArgs),
+    /// Print a completion script for SHELL to stdout.
+    Completions(CompletionsArgs),
+}
+
+/// Arguments of `portcullis completions`.
+#[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Examples:\n",
+    "  mkdir -p ~/.local/share/bash-completion/completions ~/.zfunc ~/.config/fish/completions\n",
+    "  portcullis completions bash > ~/.local/share/bash-completion/completions/portcullis\n",
+    "  portcullis completions zsh > ~/.zfunc/_portcullis    # and fpath+=(~/.zfunc) before compinit in ~/.zshrc\n",
+    "  portcullis completions fish > ~/.config/fish/completions/portcullis.fish",
+))]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    shell: clap_complete::Shell,
 }
 
 fn main() -> ExitCode {
@@ -95,6 +126,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(&args, stdout.into_writer()),
         Command::Check(args) => check::run(&args, stdout.into_writer()),
         Command::Wrap(args) => wrap::run(&args, stdout),
+        Command::Completions(args) => completions(&args, stdout.into_writer()),
     };
     match result {
         Ok(code) => code,
@@ -103,6 +135,47 @@ fn main() -> ExitCode {
             ExitCode::from(serve::EXIT_STARTUP)
         }
     }
+}
+
+/// Write the completion script for `args.shell` to `out`.
+fn completions(args: &CompletionsArgs, mut out: impl Write) -> anyhow::Result<ExitCode> {
+    // clap_complete panics when its writer fails (a closed pipe, say), so
+    // the script is built in memory and written here, where a failure is
+    // an ordinary error.
+    let mut script = Vec::new();
+    let mut command = visible(&Cli::command());
+    clap_complete::generate(args.shell, &mut command, "portcullis", &mut script);
+    out.write_all(&script)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `command` rebuilt from what its help shows: clap_complete offers every
+/// argument and subcommand it is given, hidden or not, and a hidden flag
+/// here is a test hook that must not be suggested to anyone. clap has no
+/// way to remove an argument, hence the rebuild; completion scripts read
+/// only names, descriptions, values and the tree, which are all kept.
+fn visible(command: &clap::Command) -> clap::Command {
+    let mut rebuilt = clap::Command::new(command.get_name().to_owned())
+        .args(
+            command
+                .get_arguments()
+                .filter(|a| !a.is_hide_set())
+                .cloned(),
+        )
+        .subcommands(
+            command
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(visible),
+        );
+    if let Some(about) = command.get_about() {
+        rebuilt = rebuilt.about(about.clone());
+    }
+    if let Some(version) = command.get_version() {
+        rebuilt = rebuilt.version(version.to_owned());
+    }
+    rebuilt
 }
 
 /// Report a parse outcome the way clap would: `--help` and `--version` on

@@ -83,6 +83,13 @@ pub const ACTION_BYTES_PER_FRAME: usize = 2;
 
 /// Arguments of `portcullis mcp`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Example:\n",
+    "  # A client normally launches this; here a captured session stands in for one. Its\n",
+    "  # call has an argument the tool's schema does not name: refused before anything\n",
+    "  # runs, answered with a tool error, and journaled.\n",
+    "  portcullis mcp --policy examples/policy.toml --audit audit.jsonl < examples/sessions/unknown-argument.jsonl",
+))]
 pub struct McpArgs {
     /// The policy file (TOML).
     #[arg(long, value_name = "FILE")]

@@ -16,6 +16,11 @@ use portcullis_gateway::{Policy, PolicyError, SecretStore, reply};
 
 /// Arguments of `portcullis policy`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Examples:\n",
+    "  portcullis policy check examples/policy.toml\n",
+    "  portcullis policy tools examples/policy.toml",
+))]
 pub struct PolicyArgs {
     #[command(subcommand)]
     command: PolicyCommand,
@@ -26,12 +31,20 @@ enum PolicyCommand {
     /// Validate a policy file: prints `ok: N tools`, or the error naming
     /// the file, tool and field. Credentials missing from the current
     /// environment are reported as warnings.
+    #[command(after_help = concat!(
+        "Example:\n",
+        "  portcullis policy check examples/policy.toml    # \"ok: 2 tools\", warnings for missing credentials",
+    ))]
     Check {
         /// The policy file.
         file: PathBuf,
     },
     /// Print the tools/list result a client would see (pretty JSON, MCP
     /// revision 2025-11-25).
+    #[command(after_help = concat!(
+        "Example:\n",
+        "  portcullis policy tools examples/policy-20-tools.toml",
+    ))]
     Tools {
         /// The policy file.
         file: PathBuf,

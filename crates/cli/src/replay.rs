@@ -19,6 +19,11 @@ use serde_json::json;
 
 /// Arguments of `portcullis replay`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Example:\n",
+    "  # A dry run of a captured session: what would run, with no side effects.\n",
+    "  portcullis replay --policy examples/policy.toml --json examples/sessions/legacy-valid.jsonl",
+))]
 pub struct ReplayArgs {
     /// The policy file.
     #[arg(long)]

@@ -62,6 +62,12 @@ const UPSTREAM_QUEUE: usize = 2;
 
 /// Arguments of `portcullis wrap`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Example:\n",
+    "  # In a client's server command: pin the tools the server offers today, review\n",
+    "  # server.pins.json, then launch with --pins server.pins.json from then on.\n",
+    "  portcullis wrap --pins-write server.pins.json -- npx -y @modelcontextprotocol/server-everything stdio",
+))]
 pub struct WrapArgs {
     /// A policy file: `[server]` limits (`max_frame_bytes`, `on_invalid`,
     /// ids) and `[wrap]` (`tools` allowlist, extra `methods`,

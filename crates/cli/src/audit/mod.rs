@@ -54,6 +54,12 @@ pub use self::journal_file::JournalFile;
 
 /// Arguments of `portcullis audit`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Example:\n",
+    "  # Journal one session, then check the journal.\n",
+    "  portcullis mcp --policy examples/policy.toml --audit audit.jsonl < examples/sessions/unknown-argument.jsonl\n",
+    "  portcullis audit verify audit.jsonl",
+))]
 pub struct AuditArgs {
     #[command(subcommand)]
     command: AuditCommand,
@@ -69,6 +75,12 @@ enum AuditCommand {
     /// well-formed (interrupted actions are reported, not errors), 1 when
     /// any line is malformed (each named on stderr with its line number
     /// and field), 2 when the file cannot be read.
+    #[command(after_help = concat!(
+        "Example:\n",
+        "  # Journal one session, then check the journal.\n",
+        "  portcullis mcp --policy examples/policy.toml --audit audit.jsonl < examples/sessions/unknown-argument.jsonl\n",
+        "  portcullis audit verify audit.jsonl",
+    ))]
     Verify {
         /// The journal file.
         file: PathBuf,

@@ -43,6 +43,11 @@ use self::script::Era;
 
 /// Arguments of `portcullis check`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Example:\n",
+    "  # A CI step: JUnit XML for the test report, exit 1 when any check fails.\n",
+    "  portcullis check --format junit -- python3 my_server.py > report.xml",
+))]
 pub struct CheckArgs {
     /// Handshake of the default script: legacy `initialize` (2025-11-25) or
     /// modern `server/discover` with per-request `_meta` (2026-07-28).

@@ -46,6 +46,11 @@ pub(super) const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Arguments of `portcullis inspect`.
 #[derive(Debug, Args)]
+#[command(after_help = concat!(
+    "Examples:\n",
+    "  portcullis inspect examples/hard-cases.jsonl    # exit 1: each line rejected, with its stage\n",
+    "  portcullis inspect --direction server examples/transcript-banner.txt    # exit 1: a banner on stdout",
+))]
 pub struct InspectArgs {
     /// Which side of the boundary the lines come from: `client` checks them
     /// as inbound frames, `server` as a captured stdout transcript.
