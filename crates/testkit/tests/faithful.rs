@@ -245,7 +245,7 @@ fn fixtures() -> Vec<Fixture> {
             bytes: plus_in_query_literal_case().encode(),
             sidecar: sidecar_from(
                 r#"GET http://127.0.0.1:8080/v1?a+b=x.y+{a0} with a0 = "z" (Case::encode of authz_harness::plus_in_query_literal_case): the policy lets '+' into query keys and values, the faithful-expansion builder wrote literals as is, and form decoding reads '+' as a space, so the server sees key "a b" and value "x.y z""#,
-                "found by authz_expansion on the first faithful-expansion builder (1c9f14e), issue 8 defect 1 follow-up",
+                "found by authz_expansion on the first faithful-expansion builder, a follow-up of issue 8 defect 1",
                 "authz_expansion",
             ),
         },
