@@ -133,7 +133,7 @@ CHECKS = {
 }
 
 
-# `portcullis mcp` exit codes (README, "Running the gateway").
+# `portcullis mcp` exit codes (docs/exit-codes.md).
 EXIT_MEANING = {
     2: "usage, policy or audit error",
     3: "session closed on invalid input",

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use portcullis_gateway::{BoundPolicy, OnInvalid, Policy, Secret, SecretStore};
 use serde_json::{Value, json};
 
-/// The test policy: the README example's two tools, one whose host is
+/// The test policy: examples/policy.toml's two tools, one whose host is
 /// templated (for denied-after-expansion cases) and one whose path segment
 /// takes any non-empty string (for the URL builder's rewrites), with canary
 /// secrets.

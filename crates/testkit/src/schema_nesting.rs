@@ -2,7 +2,7 @@
 //! JSON Schema 2020-12 lets them sit, each generated together with an
 //! instance it accepts, through the gateway's schema compiler and check.
 //!
-//! The property is the README's closure rule: the instance passes, and the
+//! The property is the closure rule of docs/boundary.md: the instance passes, and the
 //! same instance with one member the schema never names (`zz`) added to
 //! any object that a closed schema describes fails. Object schemas are
 //! nested under `properties`, `items`, `prefixItems`, an

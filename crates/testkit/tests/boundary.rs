@@ -222,7 +222,7 @@ fn nested(depth: usize) -> Value {
     serde_json::from_str(&format!("{}{}", "[".repeat(depth), "]".repeat(depth))).unwrap()
 }
 
-/// README: "depth limit 64", and `[server] max_depth` moves it. The limit
+/// docs/boundary.md: "depth limit 64", and `[server] max_depth` moves it. The limit
 /// counts from the top of the frame, so it holds inside `params.arguments`
 /// exactly as for a bare value: at the limit the frame is JSON and reaches
 /// the next stage (the schema, for arguments); one level deeper it is
