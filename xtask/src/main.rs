@@ -19,6 +19,8 @@
 //!   target catches it (`target/nightly/bugbench.{md,json}`).
 //! - `bench` runs the pipeline benchmark and the startup check and prints
 //!   their table, ending with `pipeline_vs_serde_value=<ratio>`.
+//! - `evidence` appends the key figures of those commands' JSON to
+//!   `docs/evidence/history.jsonl` and renders `docs/evidence.md` from it.
 //! - `fuzz-flags` prints the libFuzzer flags for the justfile's `fuzz`, `cmin`
 //!   and `tmin` recipes, so the limits live in one place ([`libfuzzer`]).
 //!
@@ -38,6 +40,7 @@ mod budget;
 mod bugbench;
 mod cflite;
 mod coverage;
+mod evidence;
 mod libfuzzer;
 mod mutants;
 mod nightly;
@@ -94,6 +97,10 @@ enum Cmd {
     /// its latency and the release binary's startup; the last line is
     /// `pipeline_vs_serde_value=<ratio>`.
     Bench(bench::Options),
+    /// Record the figures of target/nightly/*.json in
+    /// docs/evidence/history.jsonl (each file once) and render
+    /// docs/evidence.md from that history; `--check` only compares.
+    Evidence(evidence::Options),
     /// Print the libFuzzer flags the justfile's recipes pass (the nightly's
     /// defaults), space-separated, for `cargo fuzz <COMMAND>`.
     FuzzFlags {
@@ -113,6 +120,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Bugbench(opts) => bugbench::run(&project, &opts),
         Cmd::ClusterfuzzliteCheck { toolchain } => cflite::run(&project, &toolchain),
         Cmd::Bench(opts) => bench::run(&project, &opts),
+        Cmd::Evidence(opts) => evidence::run(&project, &opts),
         Cmd::FuzzFlags { command } => {
             let dict = project.display(&project.dict());
             println!("{}", libfuzzer::flags_for(command, &dict).join(" "));
