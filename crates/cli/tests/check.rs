@@ -22,6 +22,12 @@ fn fixture_server() -> PathBuf {
 
 /// `portcullis check <options> -- <server...>` from an empty directory.
 fn check(cwd: &Path, options: &[&str], server: &[&str]) -> Run {
+    check_measured(cwd, options, server).0
+}
+
+/// [`check`], and the checker's peak resident set in KiB: its `VmHWM`,
+/// sampled from `/proc` until it exits (0 without `/proc`).
+fn check_measured(cwd: &Path, options: &[&str], server: &[&str]) -> (Run, u64) {
     let launch = Launch::new(cwd, &["check"])
         .args(options)
         .arg("--")
@@ -33,14 +39,34 @@ fn check(cwd: &Path, options: &[&str], server: &[&str]) -> Run {
     drop(child.stdin.take());
     let stdout = drain(child.stdout.take().expect("stdout"));
     let stderr = drain(child.stderr.take().expect("stderr"));
-    let status = wait_limited(&mut child, CHECK_LIMIT, &launch.describe());
-    Run {
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Some(kib) = vm_hwm_kib(child.id()) {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() >= CHECK_LIMIT {
+            break wait_limited(&mut child, Duration::ZERO, &launch.describe());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let run = Run {
         status,
         stdout: stdout.join().expect("stdout reader"),
         stderr: stderr.join().expect("stderr reader"),
         launch: launch.describe(),
         elapsed: started.elapsed(),
-    }
+    };
+    (run, peak_kib)
+}
+
+/// A process's peak resident set in KiB, while it runs.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// `check` against the fixture server in `mode`, with short bounds.
@@ -487,4 +513,186 @@ fn a_result_that_breaks_the_official_schema_is_quoted() {
         &run,
         r#"b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{\"tools\":{}}}}\n""#,
     );
+}
+
+/// `check <options> -- stderr_flood.py MODE BYTES` (a server whose stdout
+/// is correct and whose stderr carries BYTES of logs), with room for the
+/// flood to drain: the run, the checker's peak RSS in KiB, and the output
+/// directory.
+fn check_flood(mode: &str, bytes: u64, options: &[&str]) -> (Run, u64, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let python = python();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_fixtures/stderr_flood.py");
+    let bytes = bytes.to_string();
+    let mut all = vec![
+        "--timeout-ms",
+        "60000",
+        "--exit-timeout-ms",
+        "60000",
+        "--out",
+        out.to_str().expect("utf-8 path"),
+    ];
+    all.extend_from_slice(options);
+    let (run, peak_kib) = check_measured(
+        dir.path(),
+        &all,
+        &[
+            python.to_str().expect("utf-8 path"),
+            server.to_str().expect("utf-8 path"),
+            mode,
+            &bytes,
+        ],
+    );
+    (run, peak_kib, dir)
+}
+
+/// A server that writes 1 GiB to stderr as fast as the pipe takes it,
+/// while answering correctly, passes: stderr is drained to its end (the
+/// server never blocks), but only its first and last MiB are kept, in
+/// memory and in the saved transcript, and the report says how much was
+/// dropped. The checker's peak RSS stays within 16 MiB of its peak
+/// against the same server writing nothing to stderr; holding stderr
+/// whole peaked at the flood's size.
+#[test]
+fn a_server_flooding_stderr_passes_with_stderr_cut_and_memory_bounded() {
+    const FLOOD: u64 = 1024 * 1024 * 1024;
+    const KEPT: u64 = 2 * 1024 * 1024;
+    let (quiet, quiet_kib, _dir) = check_flood("answers", 0, &["--format", "json"]);
+    assert_eq!(
+        quiet.code(),
+        Some(0),
+        "{}\n{}",
+        quiet.context(),
+        report(&quiet)
+    );
+    assert_eq!(json_report(&quiet)["cases"][0]["stderr_cut"], Value::Null);
+
+    let (run, peak_kib, _dir) = check_flood("answers", FLOOD, &["--format", "json"]);
+    let value = json_report(&run);
+    assert_eq!(run.code(), Some(0), "{}\n{value:#}", run.context());
+    let case = &value["cases"][0];
+    let cut = &case["stderr_cut"];
+    assert_eq!(cut["total_bytes"], FLOOD, "{value:#}");
+    assert_eq!(cut["kept_head_bytes"], KEPT / 2, "{value:#}");
+    assert_eq!(cut["kept_tail_bytes"], KEPT / 2, "{value:#}");
+    assert_eq!(cut["dropped_bytes"], FLOOD - KEPT, "{value:#}");
+
+    let saved = std::fs::read(case["stderr"].as_str().expect("stderr transcript path"))
+        .expect("saved stderr");
+    assert!(
+        saved.len() as u64 <= KEPT + 512,
+        "the stderr transcript holds {} bytes",
+        saved.len()
+    );
+    // The fixture's stderr is its log line repeated, cut at FLOOD bytes.
+    let line = b"debug: handled a tick in 0.01 ms, nothing to report\n";
+    let stream = |range: std::ops::Range<u64>| -> Vec<u8> {
+        range
+            .map(|i| line[(i % line.len() as u64) as usize])
+            .collect()
+    };
+    assert!(
+        saved.starts_with(&stream(0..KEPT / 2)),
+        "the first MiB is kept as written"
+    );
+    assert!(
+        saved.ends_with(&stream(FLOOD - KEPT / 2..FLOOD)),
+        "the last MiB is kept as written"
+    );
+    let marker = format!("stderr cut here: {} of {FLOOD} bytes dropped", FLOOD - KEPT);
+    assert!(
+        String::from_utf8_lossy(&saved).contains(&marker),
+        "the transcript says where it was cut"
+    );
+
+    if quiet_kib > 0 {
+        let bound_kib = quiet_kib + 16 * 1024;
+        eprintln!(
+            "portcullis check: peak RSS {peak_kib} KiB over a 1 GiB stderr flood, bound {bound_kib} KiB"
+        );
+        assert!(
+            peak_kib <= bound_kib,
+            "peak RSS {peak_kib} KiB exceeds {bound_kib} KiB (the quiet server's {quiet_kib} KiB + 16 MiB)"
+        );
+    }
+}
+
+/// The human and JUnit reports say that stderr was cut and how many bytes
+/// were dropped; against a server that logs little they say nothing of it.
+#[test]
+fn every_report_format_says_stderr_was_cut() {
+    const FLOOD: u64 = 8 * 1024 * 1024;
+    let dropped = format!(
+        "stderr cut: {} of {FLOOD} bytes dropped",
+        FLOOD - 2 * 1024 * 1024
+    );
+    let (human, _, _dir) = check_flood("answers", FLOOD, &[]);
+    assert_eq!(
+        human.code(),
+        Some(0),
+        "{}\n{}",
+        human.context(),
+        report(&human)
+    );
+    assert!(report(&human).contains(&dropped), "{}", report(&human));
+    let (junit, _, _dir) = check_flood("answers", FLOOD, &["--format", "junit"]);
+    assert_eq!(
+        junit.code(),
+        Some(0),
+        "{}\n{}",
+        junit.context(),
+        report(&junit)
+    );
+    assert!(
+        report(&junit).contains(&format!("<system-err>{dropped}")),
+        "{}",
+        report(&junit)
+    );
+    for format in ["human", "junit"] {
+        let (quiet, _, _dir) = check_flood("answers", 4096, &["--format", format]);
+        assert_eq!(
+            quiet.code(),
+            Some(0),
+            "{}\n{}",
+            quiet.context(),
+            report(&quiet)
+        );
+        assert!(!report(&quiet).contains("stderr cut"), "{}", report(&quiet));
+    }
+}
+
+/// A runtime prints its crash report last: after 64 MiB of logs, the
+/// Python traceback of a server that dies on a duplicate key is past the
+/// kept head, and is still found in the kept tail.
+#[test]
+fn a_crash_report_after_a_stderr_flood_is_found_in_the_kept_tail() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let script = scratch.path().join("duplicate-key.ndjson");
+    std::fs::write(
+        &script,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":70,"method":"ping","id":71}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":900001,"method":"ping"}"#,
+            "\n",
+        ),
+    )
+    .expect("write the script");
+    let options = [
+        "--hostile",
+        "--script",
+        script.to_str().expect("utf-8 path"),
+    ];
+    let (run, _, _dir) = check_flood("crash-after", 64 * 1024 * 1024, &options);
+    assert_caught(
+        &run,
+        r#"with a crash report on stderr ("Traceback (most recent call last)")"#,
+    );
+    assert_caught(&run, r#"(last stderr line: b"ValueError: duplicate key")"#);
+    assert_caught(&run, "stderr cut: ");
 }

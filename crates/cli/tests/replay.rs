@@ -180,3 +180,141 @@ fn human_report_lists_what_happened() {
     assert!(text.contains("closed: no"), "{text}");
     assert!(text.contains("transcript: 2 frames, clean"), "{text}");
 }
+
+/// The report as one in-memory session gives it, rendered the way replay
+/// rendered it from a `serde_json::Value` (JSON) or from the whole of
+/// stdout (human): the document the streamed report must equal, byte for
+/// byte.
+fn report_from_memory(
+    policy: &std::path::Path,
+    capture: &[u8],
+    chunk: Option<usize>,
+    json: bool,
+) -> Vec<u8> {
+    use portcullis_gateway::replay::{Chunking, Recorder, run_session_unchecked};
+    use portcullis_gateway::{Policy, SecretStore};
+    use serde_json::json;
+    use std::fmt::Write as _;
+
+    let policy = Policy::load(policy).expect("policy");
+    let secrets = SecretStore::stand_ins(&policy);
+    let policy = policy.bind_secrets(secrets);
+    let chunking = chunk.map_or(Chunking::Whole, |n| Chunking::Sizes(vec![n]));
+    let report = run_session_unchecked(&policy, capture, &chunking, &Recorder::default());
+    let transcript = portcullis_wire::check_transcript(&report.stdout);
+    let mut text = String::new();
+    if json {
+        let value = json!({
+            "stdout": String::from_utf8_lossy(&report.stdout),
+            "actions": report.actions.iter().map(|a| json!({"tool": a.tool(), "kind": a.kind(), "target": a.describe_target()})).collect::<Vec<_>>(),
+            "rejections": report.rejections.iter().map(|r| json!({"stage": r.stage.as_str(), "code": r.code, "fingerprint": r.fingerprint.to_hex(), "line": r.line})).collect::<Vec<_>>(),
+            "closed": report.closed.is_some(),
+            "close_reason": report.closed.as_ref().map(|c| json!({"line": c.line, "stage": c.stage.as_str(), "code": c.code, "reason": c.reason})),
+            "revision": report.revision.map(|r| r.as_str()),
+            "transcript_ok": transcript.is_ok(),
+        });
+        writeln!(text, "{value}").unwrap();
+    } else {
+        writeln!(text, "stdout ({} bytes):", report.stdout.len()).unwrap();
+        for line in String::from_utf8_lossy(&report.stdout).lines() {
+            writeln!(text, "  {line}").unwrap();
+        }
+        writeln!(text, "actions: {}", report.actions.len()).unwrap();
+        for a in &report.actions {
+            writeln!(
+                text,
+                "  {} [{}] {}",
+                a.tool(),
+                a.kind(),
+                a.describe_target()
+            )
+            .unwrap();
+        }
+        writeln!(text, "rejections: {}", report.rejections.len()).unwrap();
+        for r in &report.rejections {
+            writeln!(
+                text,
+                "  line {}: {} {} {}",
+                r.line, r.stage, r.code, r.fingerprint
+            )
+            .unwrap();
+        }
+        match &report.closed {
+            Some(c) => writeln!(
+                text,
+                "closed: line {} [{} {}] {}",
+                c.line, c.stage, c.code, c.reason
+            ),
+            None => writeln!(text, "closed: no"),
+        }
+        .unwrap();
+        match transcript {
+            Ok(n) => writeln!(text, "transcript: {n} frames, clean"),
+            Err(v) => writeln!(text, "transcript: {v}"),
+        }
+        .unwrap();
+    }
+    text.into_bytes()
+}
+
+/// The report is streamed (written part by part as the session runs,
+/// never held whole) and is still the document a session held in memory
+/// gives: for every example session, under a policy that closes on
+/// invalid input and one that keeps the session open, in one read and in
+/// reads of 1 and 7 bytes, `--json` prints one JSON object with the
+/// members `actions`, `close_reason`, `closed`, `rejections`, `revision`,
+/// `stdout`, `transcript_ok` in that order, byte for byte the compact
+/// serialization of that value, and the human report is the same text.
+#[test]
+fn the_streamed_report_is_the_document_an_in_memory_session_gives() {
+    let close = example("policy.toml");
+    let text = std::fs::read_to_string(&close).expect("example policy");
+    assert!(
+        text.contains(r#"on_invalid = "close""#),
+        "the example policy closes on invalid input"
+    );
+    let keep_open =
+        Fixture::new(&text.replace(r#"on_invalid = "close""#, r#"on_invalid = "keep-open""#));
+    let mut captures: Vec<_> = std::fs::read_dir(example("sessions"))
+        .expect("examples/sessions")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    captures.sort();
+    captures.push(example("hard-cases.jsonl"));
+    let mut rejected = 0;
+    for capture in &captures {
+        let bytes = std::fs::read(capture).expect("capture");
+        for policy in [close.as_path(), keep_open.policy.as_path()] {
+            for chunk in [None, Some(1), Some(7)] {
+                for json in [true, false] {
+                    let mut args = vec!["--policy", path(policy)];
+                    let n = chunk.map(|n| n.to_string());
+                    if let Some(n) = &n {
+                        args.extend(["--chunk", n]);
+                    }
+                    if json {
+                        args.push("--json");
+                    }
+                    args.push(path(capture));
+                    let run = replay(&keep_open, &args);
+                    run.assert_code(0);
+                    let expected = report_from_memory(policy, &bytes, chunk, json);
+                    assert_eq!(
+                        String::from_utf8_lossy(&run.stdout),
+                        String::from_utf8_lossy(&expected),
+                        "{}",
+                        run.context()
+                    );
+                    if json {
+                        // The member order is pinned by the bytes above; a
+                        // parsed `Value` sorts its keys.
+                        let value = json_report(&run);
+                        assert_eq!(value.as_object().map(|o| o.len()), Some(7), "{value}");
+                        rejected += value["rejections"].as_array().map_or(0, Vec::len);
+                    }
+                }
+            }
+        }
+    }
+    assert!(rejected > 0, "some example session is refused somewhere");
+}

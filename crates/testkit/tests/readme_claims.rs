@@ -1,4 +1,4 @@
-//! README claims that had no guard of their own: the policy format's
+//! Documented claims that had no guard of their own: the policy format's
 //! defaults and rules, and the fuzzing section's promise that every
 //! harness is a fuzz target and a `cargo test` bolero test.
 
@@ -28,7 +28,7 @@ fn load(text: &str) -> Result<Policy, String> {
     Policy::from_toml(text, Path::new("claims.toml")).map_err(|e| e.to_string())
 }
 
-/// README, policy format: `on_invalid = "close"` (default), `max_frame_bytes`
+/// docs/policy.md: `on_invalid = "close"` (default), `max_frame_bytes`
 /// (default 4 MiB), the depth limit 64, `timeout_ms` (default 30000).
 #[test]
 fn omitted_policy_settings_take_the_documented_defaults() {
@@ -43,7 +43,7 @@ fn omitted_policy_settings_take_the_documented_defaults() {
     assert_eq!(policy.tools[0].timeout, Duration::from_millis(30_000));
 }
 
-/// README: "A placeholder must name a required property of type string or
+/// docs/policy.md: "A placeholder must name a required property of type string or
 /// integer", and errors name the file, the tool and the field.
 #[test]
 fn a_placeholder_must_name_a_required_string_or_integer_property() {
@@ -106,7 +106,7 @@ fn an_integer_placeholder_expands_to_its_decimal_spelling() {
     }
 }
 
-/// README: "`[credentials.NAME]` with exactly one of `env = \"VAR\"` or
+/// docs/policy.md: "`[credentials.NAME]` with exactly one of `env = \"VAR\"` or
 /// `file = \"/path\"`".
 #[test]
 fn a_credential_has_exactly_one_source() {
@@ -129,7 +129,7 @@ fn a_credential_has_exactly_one_source() {
     assert!(message.starts_with("claims.toml:"), "{message}");
 }
 
-/// README: each tool has "exactly one of `[tools.http]` or `[tools.ssh]`".
+/// docs/policy.md: each tool has "exactly one of `[tools.http]` or `[tools.ssh]`".
 #[test]
 fn a_tool_has_exactly_one_kind() {
     let both = http_tool("http://127.0.0.1:8080/x", "").replace(
@@ -140,10 +140,10 @@ fn a_tool_has_exactly_one_kind() {
     assert!(message.contains("tool t"), "{message}");
 }
 
-/// README, fuzzing: every harness in `harness.rs` is a cargo-fuzz target
+/// docs/fuzzing.md: every harness in `harness.rs` is a cargo-fuzz target
 /// (a one-line wrapper declared in `fuzz/Cargo.toml`) and a bolero test in
-/// `cargo test` that replays its corpus and regressions; every target the
-/// README's table documents exists.
+/// `cargo test` that replays its corpus and regressions; the page's table
+/// documents exactly the targets that exist.
 #[test]
 fn every_harness_is_a_fuzz_target_and_a_cargo_test() {
     let root = workspace_root();
@@ -175,22 +175,27 @@ fn every_harness_is_a_fuzz_target_and_a_cargo_test() {
             "no bolero test for {name} in fuzz_harnesses.rs"
         );
     }
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let table = readme
+    let page = std::fs::read_to_string(root.join("docs/fuzzing.md")).unwrap();
+    let table = page
         .split("| target | property |")
         .nth(1)
-        .expect("the README's fuzz table");
+        .expect("the fuzz table of docs/fuzzing.md");
     let documented: Vec<&str> = table
         .lines()
         .skip(2)
         .take_while(|l| l.starts_with("| `"))
         .filter_map(|l| l.split('`').nth(1))
         .collect();
-    assert!(!documented.is_empty());
-    for name in documented {
+    for name in &documented {
         assert!(
-            TARGETS.iter().any(|(n, _)| *n == name),
-            "the README documents a fuzz target {name} that harness.rs does not have"
+            TARGETS.iter().any(|(n, _)| n == name),
+            "docs/fuzzing.md documents a fuzz target {name} that harness.rs does not have"
+        );
+    }
+    for (name, _) in TARGETS {
+        assert!(
+            documented.contains(name),
+            "the fuzz target {name} has no row in the table of docs/fuzzing.md"
         );
     }
 }

@@ -217,23 +217,32 @@ const CRASH_SIGNATURES: [&str; 9] = [
 /// The liveness ping went unanswered because stdout closed. That is a
 /// clean close when the server exited 0, or exited with a failure status
 /// after answering the hostile input and without a crash report on
-/// stderr; it is a crash when it died in silence or printed one.
+/// stderr; it is a crash when it died in silence or printed one. A crash
+/// report is looked for in stderr's head and in its tail, which is where
+/// it lands after a flood of logs.
 fn judge_close(ended: &Ended, hostile_from: usize, failures: &mut Vec<Failure>) {
     let Some(status) = ended.status else { return };
     let Some(code) = status.code() else { return };
     if code == 0 {
         return;
     }
-    let stderr = String::from_utf8_lossy(&ended.stderr);
-    let signature = CRASH_SIGNATURES.iter().find(|s| stderr.contains(*s));
+    let kept: Vec<String> = ended
+        .stderr
+        .kept()
+        .iter()
+        .map(|part| String::from_utf8_lossy(part).into_owned())
+        .collect();
+    let signature = CRASH_SIGNATURES
+        .iter()
+        .find(|s| kept.iter().any(|part| part.contains(*s)));
     let answered = ended.stdout.bytes.len() > hostile_from;
     if answered && signature.is_none() {
         return;
     }
-    let last = stderr
-        .lines()
+    let last = kept
+        .iter()
         .rev()
-        .find(|l| !l.trim().is_empty())
+        .find_map(|part| part.lines().rev().find(|l| !l.trim().is_empty()))
         .unwrap_or("");
     let how = match signature {
         Some(s) => format!("with a crash report on stderr ({s:?})"),

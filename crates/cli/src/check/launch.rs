@@ -1,6 +1,8 @@
 //! Launch the server under test the way a client does (stdin, stdout and
 //! stderr as three separate pipes), feed it, and capture its raw stdout
-//! with arrival times. Every wait is bounded.
+//! with arrival times, and its stderr's head and tail. Every wait and
+//! every capture is bounded; both pipes are drained to the end, so the
+//! server never blocks on a full pipe.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -55,6 +57,70 @@ pub struct Capture {
 /// stdout kept per run: far beyond any test script's answers.
 pub const MAX_CAPTURE: usize = 64 * 1024 * 1024;
 
+/// stderr kept from its start: the startup logs and the first error.
+pub const STDERR_HEAD: usize = 1024 * 1024;
+/// stderr kept from its end: where a runtime prints the report of the
+/// crash that ended the process.
+pub const STDERR_TAIL: usize = 1024 * 1024;
+
+/// stderr as captured: its first [`STDERR_HEAD`] bytes and its last
+/// [`STDERR_TAIL`] bytes. A server may log without limit, and its logs
+/// are evidence, never judged for framing, so the middle of a flood is
+/// counted and dropped.
+#[derive(Debug, Default)]
+pub struct StderrCapture {
+    head: Vec<u8>,
+    /// The bytes after the head; only its last [`STDERR_TAIL`] count (it
+    /// is trimmed when it reaches twice that, so trimming stays cheap).
+    tail: Vec<u8>,
+    /// Every byte the server wrote to stderr.
+    total: u64,
+}
+
+impl StderrCapture {
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = STDERR_HEAD.saturating_sub(self.head.len()).min(bytes.len());
+        let (head, rest) = bytes.split_at(room);
+        self.head.extend_from_slice(head);
+        self.tail.extend_from_slice(rest);
+        if self.tail.len() >= 2 * STDERR_TAIL {
+            self.tail.drain(..self.tail.len() - STDERR_TAIL);
+        }
+    }
+
+    /// The first bytes, up to [`STDERR_HEAD`].
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// The last bytes after the head, up to [`STDERR_TAIL`].
+    pub fn tail(&self) -> &[u8] {
+        &self.tail[self.tail.len().saturating_sub(STDERR_TAIL)..]
+    }
+
+    /// How many bytes the server wrote to stderr in all.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// How many bytes between the head and the tail were not kept.
+    pub fn dropped(&self) -> u64 {
+        self.total - (self.head.len() + self.tail().len()) as u64
+    }
+
+    /// The stretches of stderr kept, each contiguous as written: one when
+    /// nothing was dropped, else the head and the tail. Text searched for
+    /// must be searched in each, never across the cut.
+    pub fn kept(&self) -> Vec<Vec<u8>> {
+        if self.dropped() == 0 {
+            vec![[self.head(), self.tail()].concat()]
+        } else {
+            vec![self.head.clone(), self.tail().to_vec()]
+        }
+    }
+}
+
 impl Capture {
     /// Milliseconds since launch at which the byte at `offset` arrived.
     pub fn arrival_ms(&self, offset: usize) -> u128 {
@@ -67,6 +133,7 @@ impl Capture {
 }
 
 type Shared = Arc<(Mutex<Capture>, Condvar)>;
+type SharedStderr = Arc<Mutex<StderrCapture>>;
 
 /// A running server.
 #[derive(Debug)]
@@ -77,7 +144,8 @@ pub struct Session {
     started: Instant,
     stdout: Shared,
     stdout_thread: Option<JoinHandle<()>>,
-    stderr_thread: Option<JoinHandle<Vec<u8>>>,
+    stderr: SharedStderr,
+    stderr_thread: Option<JoinHandle<()>>,
 }
 
 /// What waiting for a response found.
@@ -94,7 +162,7 @@ pub enum Answer {
 #[derive(Debug)]
 pub struct Ended {
     pub stdout: Capture,
-    pub stderr: Vec<u8>,
+    pub stderr: StderrCapture,
     /// `None` when the process had to be killed.
     pub status: Option<ExitStatus>,
 }
@@ -161,15 +229,35 @@ impl Session {
                     cap.truncated = true;
                     continue;
                 }
-                cap.chunks.push((started.elapsed().as_millis(), at));
+                // Chunks of the same millisecond share one entry: the
+                // arrival time of every byte is the same, and a server
+                // writing a byte at a time cannot grow the list past one
+                // entry per millisecond.
+                let ms = started.elapsed().as_millis();
+                if cap.chunks.last().is_none_or(|(last, _)| *last != ms) {
+                    cap.chunks.push((ms, at));
+                }
                 cap.bytes.extend_from_slice(&buf[..n]);
                 cvar.notify_all();
             }
         });
+        let stderr: SharedStderr = Arc::default();
+        let log = Arc::clone(&stderr);
         let stderr_thread = thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = err.read_to_end(&mut bytes);
-            bytes
+            // Read to the end whatever is kept: a server blocked on a
+            // full stderr pipe would stop answering.
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match err.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => log
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return,
+                }
+            }
         });
         Ok(Self {
             child,
@@ -178,6 +266,7 @@ impl Session {
             started,
             stdout: shared,
             stdout_thread: Some(stdout_thread),
+            stderr,
             stderr_thread: Some(stderr_thread),
         })
     }
@@ -255,10 +344,13 @@ impl Session {
         };
         // A grandchild may still hold the pipes open; don't wait on it forever.
         let stdout = self.take_stdout(Duration::from_secs(2));
-        let stderr = match self.stderr_thread.take() {
-            Some(t) if wait_joinable(&t, Duration::from_secs(2)) => t.join().unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        if let Some(t) = self.stderr_thread.take()
+            && wait_joinable(&t, Duration::from_secs(2))
+        {
+            let _ = t.join();
+        }
+        // What arrived so far, even when a grandchild still writes.
+        let stderr = std::mem::take(&mut *self.stderr.lock().unwrap_or_else(|e| e.into_inner()));
         Ended {
             stdout,
             stderr,

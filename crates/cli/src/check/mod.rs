@@ -37,7 +37,7 @@ use clap::Args;
 use self::judge::{Bounds, Mode};
 use self::launch::{Ended, Launch};
 use self::matrix::Condition;
-use self::report::{CaseReport, Format};
+use self::report::{CaseReport, Format, StderrCut};
 use self::schema::Schemas;
 use self::script::Era;
 
@@ -190,6 +190,7 @@ pub fn run(args: &CheckArgs, mut out: impl Write) -> anyhow::Result<ExitCode> {
             millis: started.elapsed().as_millis(),
             stdout: Some(stdout),
             stderr: Some(stderr),
+            stderr_cut: stderr_cut(&outcome.ended),
             notes,
         });
     }
@@ -265,6 +266,7 @@ fn run_fuzz(
         millis: started.elapsed().as_millis(),
         stdout: None,
         stderr: None,
+        stderr_cut: None,
         notes,
     })
 }
@@ -310,19 +312,48 @@ fn output_dir(chosen: Option<&Path>) -> anyhow::Result<PathBuf> {
     std::path::absolute(&dir).context("output directory")
 }
 
-/// Save a case's stdout, stderr and stdout arrival times.
+/// Save a case's stdout, stderr and stdout arrival times. A cut stderr is
+/// saved as its head, one line saying what was dropped, and its tail.
 fn save(dir: &Path, name: &str, ended: &Ended) -> anyhow::Result<(PathBuf, PathBuf)> {
     let stdout = dir.join(format!("{name}.stdout"));
     let stderr = dir.join(format!("{name}.stderr"));
     let timeline = dir.join(format!("{name}.stdout.times"));
     std::fs::write(&stdout, &ended.stdout.bytes)?;
-    std::fs::write(&stderr, &ended.stderr)?;
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&stderr)?);
+    let log = &ended.stderr;
+    file.write_all(log.head())?;
+    if log.dropped() > 0 {
+        if !log.head().ends_with(b"\n") {
+            file.write_all(b"\n")?;
+        }
+        writeln!(
+            file,
+            "[portcullis check: stderr cut here: {} of {} bytes dropped; the first {} and the last {} are kept]",
+            log.dropped(),
+            log.total(),
+            log.head().len(),
+            log.tail().len()
+        )?;
+    }
+    file.write_all(log.tail())?;
+    file.flush()?;
     let mut times = String::new();
     for (ms, offset) in &ended.stdout.chunks {
         times.push_str(&format!("{{\"ms\":{ms},\"offset\":{offset}}}\n"));
     }
     std::fs::write(&timeline, times)?;
     Ok((stdout, stderr))
+}
+
+/// How much of stderr was dropped, when any was.
+fn stderr_cut(ended: &Ended) -> Option<StderrCut> {
+    let log = &ended.stderr;
+    (log.dropped() > 0).then(|| StderrCut {
+        total: log.total(),
+        dropped: log.dropped(),
+        head: log.head().len(),
+        tail: log.tail().len(),
+    })
 }
 
 fn status_text(ended: &Ended) -> String {

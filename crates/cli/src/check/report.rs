@@ -19,6 +19,8 @@ pub struct CaseReport {
     pub millis: u128,
     pub stdout: Option<PathBuf>,
     pub stderr: Option<PathBuf>,
+    /// Set when the server wrote more to stderr than is kept.
+    pub stderr_cut: Option<StderrCut>,
     /// Extra lines for the human report (fuzz figures, saved scripts).
     pub notes: Vec<String>,
 }
@@ -27,6 +29,29 @@ impl CaseReport {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
     }
+
+    /// The line that says stderr was cut, when it was.
+    fn stderr_cut_line(&self) -> Option<String> {
+        let cut = self.stderr_cut.as_ref()?;
+        let kept = match &self.stderr {
+            Some(path) => format!(" in {}", path.display()),
+            None => String::new(),
+        };
+        Some(format!(
+            "stderr cut: {} of {} bytes dropped (the first {} and the last {} kept{kept})",
+            cut.dropped, cut.total, cut.head, cut.tail
+        ))
+    }
+}
+
+/// stderr beyond what is kept: the server wrote `total` bytes, the first
+/// `head` and the last `tail` were kept, `dropped` in between were not.
+#[derive(Debug, Clone, Copy)]
+pub struct StderrCut {
+    pub total: u64,
+    pub dropped: u64,
+    pub head: usize,
+    pub tail: usize,
 }
 
 /// Output format of `check`.
@@ -83,6 +108,9 @@ fn human(command: &str, cases: &[CaseReport], out: &mut dyn Write) -> io::Result
         for note in &case.notes {
             writeln!(out, "  {note}")?;
         }
+        if let Some(line) = case.stderr_cut_line() {
+            writeln!(out, "  {line}")?;
+        }
         if !case.passed() {
             if let Some(path) = &case.stdout {
                 writeln!(out, "  stdout transcript: {}", path.display())?;
@@ -105,6 +133,12 @@ fn case_json(case: &CaseReport) -> Value {
         "millis": u64::try_from(case.millis).unwrap_or(u64::MAX),
         "stdout": case.stdout.as_ref().map(|p| p.display().to_string()),
         "stderr": case.stderr.as_ref().map(|p| p.display().to_string()),
+        "stderr_cut": case.stderr_cut.map(|cut| json!({
+            "total_bytes": cut.total,
+            "dropped_bytes": cut.dropped,
+            "kept_head_bytes": cut.head,
+            "kept_tail_bytes": cut.tail,
+        })),
         "notes": case.notes,
         "failures": case.failures.iter().map(|f| json!({
             "check": f.check,
@@ -140,34 +174,39 @@ fn junit(command: &str, cases: &[CaseReport], out: &mut dyn Write) -> io::Result
             case.millis / 1000,
             case.millis % 1000
         )?;
-        if case.passed() {
+        let cut = case.stderr_cut_line();
+        if case.passed() && cut.is_none() {
             writeln!(out, "/>")?;
             continue;
         }
         writeln!(out, ">")?;
-        let first = &case.failures[0];
-        let mut body = format!("{}\n", case.description);
-        for f in &case.failures {
-            body.push_str(&format!("[{}] {}\n", f.check, f.message));
-            if let Some((line, raw)) = &f.line {
-                body.push_str(&format!(
-                    "first offending bytes (line {line}): {}\n",
-                    render_bytes(raw)
-                ));
+        if let Some(first) = case.failures.first() {
+            let mut body = format!("{}\n", case.description);
+            for f in &case.failures {
+                body.push_str(&format!("[{}] {}\n", f.check, f.message));
+                if let Some((line, raw)) = &f.line {
+                    body.push_str(&format!(
+                        "first offending bytes (line {line}): {}\n",
+                        render_bytes(raw)
+                    ));
+                }
             }
-        }
-        for (what, path) in [("stdout", &case.stdout), ("stderr", &case.stderr)] {
-            if let Some(path) = path {
-                body.push_str(&format!("{what} transcript: {}\n", path.display()));
+            for (what, path) in [("stdout", &case.stdout), ("stderr", &case.stderr)] {
+                if let Some(path) = path {
+                    body.push_str(&format!("{what} transcript: {}\n", path.display()));
+                }
             }
+            writeln!(
+                out,
+                r#"      <failure type="{}" message="{}">{}</failure>"#,
+                first.check,
+                xml(&first.message),
+                xml(&body)
+            )?;
         }
-        writeln!(
-            out,
-            r#"      <failure type="{}" message="{}">{}</failure>"#,
-            first.check,
-            xml(&first.message),
-            xml(&body)
-        )?;
+        if let Some(line) = cut {
+            writeln!(out, "      <system-err>{}</system-err>", xml(&line))?;
+        }
         writeln!(out, "    </testcase>")?;
     }
     writeln!(out, "  </testsuite>")?;

@@ -1,8 +1,9 @@
 //! The sans-IO replay driver: feed bytes through a [`Gateway`] with a
 //! [`Recorder`] standing in for the executor, exactly as the binary's
-//! driver carries out effects, and collect what the session did. It takes
-//! a [`BoundPolicy`]: the policy and the credential values for the run. It is the
-//! engine of `portcullis replay` and of every test harness.
+//! driver carries out effects, and collect what the session did, or hand
+//! it to a [`SessionSink`] as it happens ([`stream_session_reader`]). It
+//! takes a [`BoundPolicy`]: the policy and the credential values for the
+//! run. It is the engine of `portcullis replay` and of every test harness.
 
 mod recorder;
 
@@ -89,6 +90,80 @@ pub struct SessionReport {
     pub revision: Option<Revision>,
 }
 
+/// Where a streamed session's records go, in the order the session
+/// produces them: what [`stream_session_reader`] hands out instead of
+/// collecting a [`SessionReport`], so that replaying a capture holds none
+/// of them. An error ends the replay with that error.
+pub trait SessionSink {
+    /// A complete frame written to stdout.
+    fn write(&mut self, frame: &[u8]) -> io::Result<()>;
+    /// An action handed to the executor; `line` is the input line of the
+    /// call that asked for it.
+    fn execute(&mut self, ticket: Ticket, line: u64, action: &AuthorizedAction) -> io::Result<()>;
+    /// The outcome of an action, as it is reported back to the gateway.
+    fn complete(&mut self, ticket: Ticket, outcome: &Outcome) -> io::Result<()>;
+    /// A refusal (an [`Effect::Rejected`]).
+    fn reject(&mut self, record: &RejectionRecord) -> io::Result<()>;
+}
+
+/// How a streamed session ended: the part of a [`SessionReport`] that is
+/// known only at the end.
+#[derive(Debug, Clone)]
+pub struct SessionEnd {
+    /// The counters.
+    pub counters: Counters,
+    /// Why the session closed, if it did.
+    pub closed: Option<CloseReason>,
+    /// The negotiated revision, if any.
+    pub revision: Option<Revision>,
+}
+
+/// The sink behind [`SessionReport`]: everything, in memory.
+#[derive(Debug, Default)]
+struct Collect {
+    stdout: Vec<u8>,
+    rejections: Vec<RejectionRecord>,
+    journal: Vec<JournalEntry>,
+}
+
+impl Collect {
+    fn report(self, end: SessionEnd, recorder: &Recorder) -> SessionReport {
+        SessionReport {
+            stdout: self.stdout,
+            actions: recorder.calls(),
+            rejections: self.rejections,
+            journal: self.journal,
+            counters: end.counters,
+            closed: end.closed,
+            revision: end.revision,
+        }
+    }
+}
+
+impl SessionSink for Collect {
+    fn write(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.stdout.extend_from_slice(frame);
+        Ok(())
+    }
+
+    fn execute(&mut self, ticket: Ticket, line: u64, action: &AuthorizedAction) -> io::Result<()> {
+        self.journal.push(JournalEntry::of(ticket.0, line, action));
+        Ok(())
+    }
+
+    fn complete(&mut self, ticket: Ticket, outcome: &Outcome) -> io::Result<()> {
+        if let Some(entry) = self.journal.iter_mut().rev().find(|e| e.ticket == ticket.0) {
+            entry.outcome = Some(outcome.is_error);
+        }
+        Ok(())
+    }
+
+    fn reject(&mut self, record: &RejectionRecord) -> io::Result<()> {
+        self.rejections.push(record.clone());
+        Ok(())
+    }
+}
+
 /// Drive a session with outcomes reported at once; stdout is not checked
 /// (`portcullis replay` reports a bad transcript instead of panicking).
 pub fn run_session_unchecked(
@@ -108,14 +183,22 @@ pub fn run_session_scheduled(
     recorder: &Recorder,
     completion: Completion,
 ) -> SessionReport {
-    let mut session = Session::new(policy, recorder, completion);
+    let mut collect = Collect::default();
+    let schedule = match completion {
+        Completion::Immediate => Schedule::Immediate,
+        Completion::AtEndOfInput => Schedule::AtEndOfInput,
+    };
+    let mut session = Session::new(policy, recorder, schedule, &mut collect);
     // Reads and end of input go on after a Close (the binary stops
     // reading there): the gateway must stay silent whatever its driver
     // does, and the driver asserts it.
     for read in chunking.split(bytes) {
         session.read(read);
     }
-    session.finish(recorder)
+    let end = session
+        .finish()
+        .unwrap_or_else(|e| unreachable!("{e}: collecting cannot fail"));
+    collect.report(end, recorder)
 }
 
 /// How [`run_session_reader`] reads its input.
@@ -130,8 +213,12 @@ pub enum Reads {
     Exactly(usize),
 }
 
-/// How much [`run_session_reader`] reads at a time in [`Reads::Whole`].
+/// How much [`stream_session_reader`] reads at a time.
 const READ_BYTES: usize = 64 * 1024;
+/// How much of a read it hands the gateway at a time: one receive's
+/// effects are held together, and a piece of empty lines gives one
+/// rejection per byte.
+const RECEIVE_BYTES: usize = 4 * 1024;
 
 /// [`run_session_unchecked`] over a stream: the input is never held whole,
 /// only one read and what the frame reader buffers of an incomplete frame
@@ -143,17 +230,36 @@ pub fn run_session_reader(
     reads: Reads,
     recorder: &Recorder,
 ) -> io::Result<SessionReport> {
-    let mut session = Session::new(policy, recorder, Completion::Immediate);
-    // A read of the session is fed in pieces of at most READ_BYTES, its
-    // effects held until the whole read is in: the gateway gives the same
-    // effects for any split of its input, so this is the session one
-    // receive of the whole read gives.
+    let mut collect = Collect::default();
+    let end = stream_session_reader(policy, input, reads, recorder, &mut collect)?;
+    Ok(collect.report(end, recorder))
+}
+
+/// [`run_session_reader`] handing what the session does to `sink` as it
+/// happens, in the order the report would list it, instead of collecting
+/// it: memory is bounded by the frame cap and the actions still in flight
+/// (in [`Reads::Whole`], every action stays in flight until the input
+/// ends, as after one read holding everything), never by the capture's
+/// length. `executor` stands in for the executors (a [`Recorder`]; one
+/// [`Recorder::without_history`] keeps nothing either).
+pub fn stream_session_reader(
+    policy: &BoundPolicy,
+    input: &mut dyn Read,
+    reads: Reads,
+    executor: &dyn Executor,
+    sink: &mut dyn SessionSink,
+) -> io::Result<SessionEnd> {
+    // Completion::Immediate over the reads the session is given: each
+    // read's effects are carried out as its pieces arrive (the gateway
+    // gives the same effects for any split of its input), but the
+    // outcomes of its actions are reported only once the whole read is
+    // in, exactly where one receive of the whole read would report them.
+    let mut session = Session::new(policy, executor, Schedule::AtEndOfRead, sink);
     let read_size = match reads {
         Reads::Whole => usize::MAX,
         Reads::Exactly(n) => n.max(1),
     };
     let mut buf = vec![0u8; read_size.min(READ_BYTES)];
-    let mut held = Vec::new();
     let mut left = read_size;
     loop {
         let want = left.min(buf.len());
@@ -161,15 +267,18 @@ pub fn run_session_reader(
         if n == 0 {
             break;
         }
-        held.extend(session.gateway.receive(&buf[..n]));
+        for piece in buf[..n].chunks(RECEIVE_BYTES) {
+            session.read(piece);
+        }
         left -= n;
         if left == 0 {
-            session.drive(std::mem::take(&mut held));
+            session.end_of_read();
             left = read_size;
         }
+        session.failed()?;
     }
-    session.drive(held);
-    Ok(session.finish(recorder))
+    session.end_of_read();
+    session.finish()
 }
 
 /// Read until `buf` is full or the input ends; the number of bytes read.
@@ -186,6 +295,18 @@ fn fill(input: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
+/// When the driver reports outcomes: a [`Completion`], or at the end of
+/// each read of the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Schedule {
+    Immediate,
+    AtEndOfInput,
+    /// [`Completion::Immediate`] for a read that arrives in pieces: the
+    /// outcomes are reported where the effects of one receive of the whole
+    /// read would have reported them, after all of its effects.
+    AtEndOfRead,
+}
+
 /// A gateway and the driver carrying out its effects.
 struct Session<'a> {
     gateway: Gateway,
@@ -193,7 +314,12 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    fn new(policy: &BoundPolicy, recorder: &'a Recorder, completion: Completion) -> Self {
+    fn new(
+        policy: &BoundPolicy,
+        executor: &'a dyn Executor,
+        schedule: Schedule,
+        sink: &'a mut dyn SessionSink,
+    ) -> Self {
         Self {
             gateway: Gateway::new(
                 Arc::clone(policy.policy()),
@@ -201,13 +327,12 @@ impl<'a> Session<'a> {
                 Config::from_policy(policy),
             ),
             driver: Driver {
-                executor: recorder,
-                completion,
-                stdout: Vec::new(),
-                rejections: Vec::new(),
-                journal: Vec::new(),
+                executor,
+                schedule,
+                sink,
                 closed: None,
                 pending: Vec::new(),
+                failed: None,
             },
         }
     }
@@ -221,7 +346,26 @@ impl<'a> Session<'a> {
         self.driver.drive(&mut self.gateway, effects);
     }
 
-    fn finish(mut self, recorder: &Recorder) -> SessionReport {
+    /// Report the outcomes held for this read, in the order the actions
+    /// ran, then carry out what they caused.
+    fn end_of_read(&mut self) {
+        if self.driver.schedule != Schedule::AtEndOfRead {
+            return;
+        }
+        let mut effects = Vec::new();
+        for (ticket, outcome) in std::mem::take(&mut self.driver.pending) {
+            self.driver.completed(ticket, &outcome);
+            effects.extend(self.gateway.complete(ticket, outcome));
+        }
+        self.drive(effects);
+    }
+
+    /// The sink's first error, if it failed.
+    fn failed(&mut self) -> io::Result<()> {
+        self.driver.failed.take().map_or(Ok(()), Err)
+    }
+
+    fn finish(mut self) -> io::Result<SessionEnd> {
         let effects = self.gateway.end_of_input();
         self.drive(effects);
         for (ticket, outcome) in std::mem::take(&mut self.driver.pending) {
@@ -229,26 +373,23 @@ impl<'a> Session<'a> {
             let effects = self.gateway.complete(ticket, outcome);
             self.drive(effects);
         }
-        SessionReport {
-            stdout: self.driver.stdout,
-            actions: recorder.calls(),
-            rejections: self.driver.rejections,
-            journal: self.driver.journal,
+        self.failed()?;
+        Ok(SessionEnd {
             counters: self.gateway.counters().clone(),
             closed: self.driver.closed,
             revision: self.gateway.revision(),
-        }
+        })
     }
 }
 
 struct Driver<'a> {
     executor: &'a dyn Executor,
-    completion: Completion,
-    stdout: Vec<u8>,
-    rejections: Vec<RejectionRecord>,
-    journal: Vec<JournalEntry>,
+    schedule: Schedule,
+    sink: &'a mut dyn SessionSink,
     closed: Option<CloseReason>,
     pending: Vec<(Ticket, Outcome)>,
+    /// The sink's first error: nothing more is carried out after it.
+    failed: Option<io::Error>,
 }
 
 impl Driver<'_> {
@@ -260,6 +401,9 @@ impl Driver<'_> {
     fn drive(&mut self, gateway: &mut Gateway, effects: Vec<Effect>) {
         let mut queue = VecDeque::from(effects);
         while let Some(effect) = queue.pop_front() {
+            if self.failed.is_some() {
+                return;
+            }
             if let Some(reason) = &self.closed {
                 match &effect {
                     Effect::Write(frame) => panic!(
@@ -274,32 +418,143 @@ impl Driver<'_> {
                 }
             }
             match effect {
-                Effect::Write(frame) => self.stdout.extend_from_slice(&frame),
+                Effect::Write(frame) => {
+                    let written = self.sink.write(&frame);
+                    self.check(written);
+                }
                 Effect::Execute {
                     ticket,
                     line,
                     action,
                 } => {
-                    self.journal.push(JournalEntry::of(ticket.0, line, &action));
+                    let recorded = self.sink.execute(ticket, line, &action);
+                    self.check(recorded);
                     let outcome = self.executor.execute(&action);
-                    match self.completion {
-                        Completion::Immediate => {
+                    match self.schedule {
+                        Schedule::Immediate => {
                             self.completed(ticket, &outcome);
                             queue.extend(gateway.complete(ticket, outcome));
                         }
-                        Completion::AtEndOfInput => self.pending.push((ticket, outcome)),
+                        Schedule::AtEndOfInput | Schedule::AtEndOfRead => {
+                            self.pending.push((ticket, outcome));
+                        }
                     }
                 }
-                Effect::Rejected(record) => self.rejections.push(record),
-                Effect::Cancel(ticket) => self.pending.retain(|(t, _)| *t != ticket),
+                Effect::Rejected(record) => {
+                    let recorded = self.sink.reject(&record);
+                    self.check(recorded);
+                }
+                // Within a read, an action cancelled after it ran is still
+                // reported, as Immediate reports it before the cancel.
+                Effect::Cancel(ticket) => {
+                    if self.schedule == Schedule::AtEndOfInput {
+                        self.pending.retain(|(t, _)| *t != ticket);
+                    }
+                }
                 Effect::Close(reason) => self.closed = Some(reason),
             }
         }
     }
 
     fn completed(&mut self, ticket: Ticket, outcome: &Outcome) {
-        if let Some(entry) = self.journal.iter_mut().rev().find(|e| e.ticket == ticket.0) {
-            entry.outcome = Some(outcome.is_error);
+        let recorded = self.sink.complete(ticket, outcome);
+        self.check(recorded);
+    }
+
+    fn check(&mut self, result: io::Result<()>) {
+        if let Err(e) = result
+            && self.failed.is_none()
+        {
+            self.failed = Some(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::{OnInvalid, Policy, SecretStore};
+
+    fn keep_open() -> BoundPolicy {
+        let mut policy = Policy::from_toml(
+            include_str!("../../../../examples/policy.toml"),
+            Path::new("examples/policy.toml"),
+        )
+        .expect("the example policy is valid");
+        policy.server.on_invalid = OnInvalid::KeepOpen;
+        let secrets = SecretStore::stand_ins(&policy);
+        policy.bind_secrets(secrets)
+    }
+
+    /// Fails on its first rejection, and counts what it was handed.
+    #[derive(Default)]
+    struct FullDisk {
+        calls: usize,
+    }
+
+    impl SessionSink for FullDisk {
+        fn write(&mut self, _: &[u8]) -> io::Result<()> {
+            self.calls += 1;
+            Ok(())
+        }
+        fn execute(&mut self, _: Ticket, _: u64, _: &AuthorizedAction) -> io::Result<()> {
+            self.calls += 1;
+            Ok(())
+        }
+        fn complete(&mut self, _: Ticket, _: &Outcome) -> io::Result<()> {
+            self.calls += 1;
+            Ok(())
+        }
+        fn reject(&mut self, _: &RejectionRecord) -> io::Result<()> {
+            self.calls += 1;
+            Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"))
+        }
+    }
+
+    /// A sink that cannot keep what it is handed ends the replay with its
+    /// error at once: nothing more is handed to it, and the rest of the
+    /// capture is not replayed into the void.
+    #[test]
+    fn a_failing_sink_ends_the_replay_with_its_error() {
+        for reads in [Reads::Whole, Reads::Exactly(1)] {
+            let mut sink = FullDisk::default();
+            let mut capture = &b"\n\n\n\n"[..];
+            let error = stream_session_reader(
+                &keep_open(),
+                &mut capture,
+                reads,
+                &Recorder::without_history(),
+                &mut sink,
+            )
+            .expect_err("the sink failed");
+            assert_eq!(error.kind(), io::ErrorKind::StorageFull, "{reads:?}");
+            assert_eq!(sink.calls, 1, "{reads:?}: handed on after its error");
+        }
+    }
+
+    /// A recorder without history answers as the default one does and
+    /// keeps nothing.
+    #[test]
+    fn a_replay_recorder_without_history_answers_and_keeps_nothing() {
+        let capture = concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}"#,
+            "\n",
+        )
+        .as_bytes();
+        let policy = keep_open();
+        let kept = Recorder::default();
+        let with = run_session_unchecked(&policy, capture, &Chunking::Whole, &kept);
+        let forgetful = Recorder::without_history();
+        let without = run_session_unchecked(&policy, capture, &Chunking::Whole, &forgetful);
+        assert_eq!(with.actions.len(), 1, "the call ran");
+        assert_eq!(with.stdout, without.stdout, "the same answers");
+        assert_eq!(with.journal, without.journal);
+        assert!(without.actions.is_empty(), "nothing kept");
     }
 }

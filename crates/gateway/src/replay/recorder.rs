@@ -9,6 +9,10 @@ use crate::{AuthorizedAction, Executor, Outcome};
 pub struct Recorder {
     outcome: Outcome,
     calls: Mutex<Vec<AuthorizedAction>>,
+    /// False for a recorder that only answers: a streamed replay's sink
+    /// sees every action as it runs, and holding them all would make its
+    /// memory grow with the capture.
+    keeps_calls: bool,
 }
 
 impl Default for Recorder {
@@ -23,6 +27,16 @@ impl Recorder {
         Self {
             outcome,
             calls: Mutex::new(Vec::new()),
+            keeps_calls: true,
+        }
+    }
+
+    /// The default recorder's answers, with no record kept: [`Self::calls`]
+    /// stays empty.
+    pub fn without_history() -> Self {
+        Self {
+            keeps_calls: false,
+            ..Self::default()
         }
     }
 
@@ -40,10 +54,12 @@ impl Recorder {
 
 impl Executor for Recorder {
     fn execute(&self, action: &AuthorizedAction) -> Outcome {
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(action.clone());
+        if self.keeps_calls {
+            self.calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(action.clone());
+        }
         self.outcome.clone()
     }
 }
