@@ -30,7 +30,7 @@ fn the_audit_journal_is_created_owner_only() {
     let audit = fx.file("audit.jsonl");
     let input = session(&[&call(2, "service_status", json!({"service": "api"}))]);
     mcp(&fx)
-        .env("TEST_TOKEN", "t")
+        .env("TEST_TOKEN", "tok-t")
         .arg("--audit")
         .arg(&audit)
         .run(&input)
@@ -104,7 +104,7 @@ fn a_call_arriving_at_a_full_queue_is_answered_busy() {
         .collect();
     let parts: Vec<&[u8]> = calls.iter().map(Vec::as_slice).collect();
     let run = mcp(&fx)
-        .env("TEST_TOKEN", "t")
+        .env("TEST_TOKEN", "tok-t")
         .args(&["--workers", "1"])
         .run(&session(&parts));
     run.assert_code(0);

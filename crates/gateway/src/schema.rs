@@ -15,9 +15,15 @@ use portcullis_wire::strict_json::display_name;
 use crate::policy::ToolSpec;
 use serde_json::{Map, Value};
 
+mod cost;
 mod fast;
+mod formats;
 mod self_application;
 
+pub use self::cost::{
+    CompileCost, LOCATION_FACTOR, NODE_BYTES, PATTERN_BYTES, PATTERN_SIZE_LIMIT, TEXT_FACTOR,
+};
+pub use self::formats::{CHECKED_FORMATS, UNCHECKED_FORMAT};
 pub use self::self_application::SELF_APPLICATION;
 
 use self::fast::FastSchema;
@@ -126,7 +132,30 @@ impl fmt::Debug for ToolSchema {
 
 impl ToolSchema {
     /// Normalize and compile `document`.
-    pub fn compile(mut document: Value) -> Result<Self, String> {
+    pub fn compile(document: Value) -> Result<Self, String> {
+        Self::compile_with(document, &validator_options())
+    }
+
+    /// [`ToolSchema::compile`] for a schema from outside the policy (a
+    /// wrapped server's): each regular expression is compiled under
+    /// [`PATTERN_SIZE_LIMIT`] (a larger one is refused) and once for all
+    /// the validators of the schema. What the whole schema costs is the
+    /// caller's to bound first, with [`CompileCost::of`].
+    pub fn compile_untrusted(document: Value) -> Result<Self, String> {
+        let options = validator_options()
+            .with_pattern_options(
+                jsonschema::PatternOptions::fancy_regex()
+                    .size_limit(PATTERN_SIZE_LIMIT)
+                    .dfa_size_limit(PATTERN_SIZE_LIMIT),
+            )
+            .with_pattern_cache(jsonschema::PatternCache::new());
+        Self::compile_with(document, &options)
+    }
+
+    fn compile_with(
+        mut document: Value,
+        options: &jsonschema::ValidationOptions<'static>,
+    ) -> Result<Self, String> {
         let Value::Object(root) = &mut document else {
             return Err("must be a table (a JSON Schema object)".into());
         };
@@ -148,17 +177,21 @@ impl ToolSchema {
             root.insert(keyword.into(), Value::Bool(false));
         }
         self_application::refuse_loops(&document)?;
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
+        let validator = options
             .build(&document)
             .map_err(|err| format!("not a valid JSON Schema 2020-12: {err}"))?;
-        let fast = FastSchema::compile(&document).map(Arc::new);
+        let fast = FastSchema::compile(&document, options).map(Arc::new);
         Ok(Self {
             document,
             validator: Arc::new(validator),
             fast,
         })
+    }
+
+    /// Refuse a schema naming a `format` the gateway does not check (see
+    /// [`CHECKED_FORMATS`]): a policy's schemas are held to this at load.
+    pub fn refuse_unchecked_formats(&self) -> Result<(), String> {
+        formats::refuse_unchecked(&self.document)
     }
 
     /// Whether calls are decided without building a `Value` (the schema is
@@ -257,6 +290,13 @@ impl ToolSchema {
             )),
         }
     }
+}
+
+/// The options every tool schema is compiled with.
+fn validator_options() -> jsonschema::ValidationOptions<'static> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
 }
 
 /// One line a model can act on. Everything quoted comes from the policy's

@@ -114,7 +114,7 @@ fn an_unreadable_file_is_a_problem_naming_the_file() {
 fn every_credential_gets_its_own_entry() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("key");
-    std::fs::write(&file, "k").unwrap();
+    std::fs::write(&file, "key-1").unwrap();
     let store = SecretStore::from_environment(&policy_with(BTreeMap::from([
         ("a".to_owned(), CredentialSource::File(file)),
         ("b".to_owned(), CredentialSource::Env("PATH".into())),
@@ -123,7 +123,7 @@ fn every_credential_gets_its_own_entry() {
             CredentialSource::Env("PORTCULLIS_TEST_TOKEN_UNSET".into()),
         ),
     ])));
-    assert_eq!(store.get("a").map(Secret::expose), Some("k"));
+    assert_eq!(store.get("a").map(Secret::expose), Some("key-1"));
     assert!(store.get("b").is_some());
     assert!(store.get("c").is_none());
     assert_eq!(store.problems().keys().collect::<Vec<_>>(), ["c"]);

@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::schema_loops::{Loops, same_value_loops};
 use portcullis_gateway::SecretStore;
 use portcullis_gateway::policy::{CredentialSource, Policy, PolicyError, TargetSpec};
-use portcullis_gateway::schema::{SELF_APPLICATION, ToolSchema};
+use portcullis_gateway::schema::{SELF_APPLICATION, ToolSchema, UNCHECKED_FORMAT};
 use toml::{Table, Value};
 
 const FILE: &str = "fuzz-policy.toml";
@@ -29,7 +29,7 @@ pub fn policy_load(data: &[u8]) {
     let loaded = Policy::from_toml(text, Path::new(FILE));
     let raw = text.parse::<Table>();
     if let Ok(raw) = &raw {
-        check_schema_loops(raw);
+        check_schemas(raw);
     }
     match (loaded, raw) {
         (Ok(_), Err(err)) => panic!("loaded a policy that is not TOML: {err}"),
@@ -137,8 +137,8 @@ fn check_refusal(err: &PolicyError, raw: Option<&Table>) {
 /// policy gets wrong (the loader compiles it before judging later fields): a
 /// schema the oracle finds applying itself to the same value is refused,
 /// and a refusal for that reason is of a schema the oracle does not find
-/// sound.
-fn check_schema_loops(raw: &Table) {
+/// sound; a schema that compiles is held to [`check_schema_formats`].
+fn check_schemas(raw: &Table) {
     let Some(tools) = raw.get("tools").and_then(Value::as_array) else {
         return;
     };
@@ -148,7 +148,7 @@ fn check_schema_loops(raw: &Table) {
         };
         let typed_object = schema.get("type").and_then(Value::as_str) == Some("object");
         let compiled = ToolSchema::compile(document);
-        match (same_value_loops(schema), compiled) {
+        match (same_value_loops(schema), &compiled) {
             (Loops::Found(path), Ok(_)) if typed_object => panic!(
                 "compiled a schema that applies itself to the same value: {}",
                 path.join(" -> ")
@@ -157,6 +157,133 @@ fn check_schema_loops(raw: &Table) {
                 panic!("refused a schema that reaches itself on no value: {why}")
             }
             _ => {}
+        }
+        if let Ok(compiled) = compiled {
+            check_schema_formats(schema, &compiled);
+        }
+    }
+}
+
+/// The formats the oracle knows to be checked (JSON Schema 2020-12's, less
+/// `idn-hostname` and `idn-email`, which the gateway does not check).
+const ORACLE_CHECKED_FORMATS: [&str; 17] = [
+    "date",
+    "date-time",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "iri",
+    "iri-reference",
+    "json-pointer",
+    "regex",
+    "relative-json-pointer",
+    "time",
+    "uri",
+    "uri-reference",
+    "uri-template",
+    "uuid",
+];
+
+/// JSON Schema 2020-12 keywords whose value is one subschema, a list of
+/// them, or a map of names to them.
+const ONE_SUBSCHEMA: [&str; 11] = [
+    "additionalProperties",
+    "contains",
+    "contentSchema",
+    "else",
+    "if",
+    "items",
+    "not",
+    "propertyNames",
+    "then",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+];
+const SUBSCHEMA_LISTS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
+const SUBSCHEMA_MAPS: [&str; 4] = [
+    "$defs",
+    "dependentSchemas",
+    "patternProperties",
+    "properties",
+];
+
+fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Each `format` keyword at a subschema position of `schema` that names a
+/// format the gateway does not check, as (JSON pointer, format).
+fn unchecked_formats(schema: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    let Some(table) = schema.as_table() else {
+        return;
+    };
+    if let Some(format) = table.get("format").and_then(Value::as_str)
+        && !ORACLE_CHECKED_FORMATS.contains(&format)
+    {
+        out.push((format!("{at}/format"), format.to_owned()));
+    }
+    for (key, value) in table {
+        let here = format!("{at}/{}", pointer_segment(key));
+        if ONE_SUBSCHEMA.contains(&key.as_str()) {
+            unchecked_formats(value, &here, out);
+        } else if SUBSCHEMA_LISTS.contains(&key.as_str()) {
+            for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+                unchecked_formats(item, &format!("{here}/{i}"), out);
+            }
+        } else if SUBSCHEMA_MAPS.contains(&key.as_str()) {
+            for (name, child) in value.as_table().into_iter().flatten() {
+                unchecked_formats(child, &format!("{here}/{}", pointer_segment(name)), out);
+            }
+        }
+    }
+}
+
+/// Every member called `format` holding a string, anywhere in `value` (a
+/// schema that a `$ref` reaches may sit anywhere), as (pointer, format).
+fn every_format_member(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Table(table) => {
+            for (key, child) in table {
+                let here = format!("{at}/{}", pointer_segment(key));
+                if let (true, Some(format)) = (key == "format", child.as_str()) {
+                    out.push((here.clone(), format.to_owned()));
+                }
+                every_format_member(child, &here, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                every_format_member(item, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A tool schema that compiles: one with a format the gateway does not
+/// check at a subschema position is refused for it, and a refusal for a
+/// format names the pointer of a `format` member the oracle finds
+/// unchecked.
+fn check_schema_formats(schema: &Value, compiled: &ToolSchema) {
+    let mut unchecked = Vec::new();
+    unchecked_formats(schema, "", &mut unchecked);
+    match compiled.refuse_unchecked_formats() {
+        Ok(()) => assert!(
+            unchecked.is_empty(),
+            "a schema with unchecked formats loads: {unchecked:?}"
+        ),
+        Err(why) => {
+            let mut members = Vec::new();
+            every_format_member(schema, "", &mut members);
+            assert!(
+                members.iter().any(|(at, format)| {
+                    !ORACLE_CHECKED_FORMATS.contains(&format.as_str())
+                        && why.contains(&format!(" at {at} {UNCHECKED_FORMAT}"))
+                }),
+                "refused a format the oracle finds checked, or at no `format`: {why}"
+            );
         }
     }
 }
@@ -240,44 +367,110 @@ fn check_loaded(policy: &Policy, raw: &Table) {
     }
 }
 
+/// The shortest credential value the scrubber redacts, and the longest
+/// the gateway takes, in bytes.
+const ORACLE_MIN_SECRET_BYTES: usize = 4;
+const ORACLE_MAX_SECRET_BYTES: usize = 64 * 1024;
+
+/// A credential file the harness controls, and whether its value is usable.
+struct CredentialFile {
+    path: std::path::PathBuf,
+    usable: bool,
+}
+
 /// Credential files the harness controls: a value with surrounding
-/// whitespace, a blank file, and a path that does not exist. Every file
-/// credential of a loaded policy is pointed at one of them (reading the
-/// policy's own paths could block on a FIFO or a device), env credentials
-/// keep their names (reading the environment has no effect).
-fn credential_files() -> &'static [std::path::PathBuf; 3] {
-    static FILES: std::sync::OnceLock<(tempfile::TempDir, [std::path::PathBuf; 3])> =
-        std::sync::OnceLock::new();
+/// whitespace, a blank file, a path that does not exist, a value shorter
+/// than the scrubber redacts, one a byte over the size cap, a directory, a
+/// socket and `/dev/zero`. Every file credential of a loaded policy is
+/// pointed at one of them (reading the policy's own paths could block on a
+/// FIFO), env credentials keep their names (reading the environment has no
+/// effect).
+fn credential_files() -> &'static [CredentialFile] {
+    type Held = (
+        tempfile::TempDir,
+        Option<std::os::unix::net::UnixListener>,
+        Vec<CredentialFile>,
+    );
+    static FILES: std::sync::OnceLock<Held> = std::sync::OnceLock::new();
     &FILES
         .get_or_init(|| {
             let dir = tempfile::tempdir().expect("temp dir");
-            let value = dir.path().join("value");
-            let blank = dir.path().join("blank");
-            std::fs::write(&value, format!("  {FILE_SECRET}\n")).expect("write");
-            std::fs::write(&blank, " \n").expect("write");
-            let missing = dir.path().join("missing");
-            (dir, [value, blank, missing])
+            let file = |name: &str, text: &str| {
+                let path = dir.path().join(name);
+                std::fs::write(&path, text).expect("write");
+                path
+            };
+            let mut files = vec![
+                CredentialFile {
+                    path: file("value", &format!("  {FILE_SECRET}\n")),
+                    usable: true,
+                },
+                CredentialFile {
+                    path: file("blank", " \n"),
+                    usable: false,
+                },
+                CredentialFile {
+                    path: dir.path().join("missing"),
+                    usable: false,
+                },
+                CredentialFile {
+                    path: file("short", &format!(" {SHORT_SECRET}\n")),
+                    usable: false,
+                },
+                CredentialFile {
+                    path: file("large", &"k".repeat(ORACLE_MAX_SECRET_BYTES + 1)),
+                    usable: false,
+                },
+                CredentialFile {
+                    path: dir.path().join("directory"),
+                    usable: false,
+                },
+            ];
+            std::fs::create_dir(&files[5].path).expect("mkdir");
+            let socket = dir.path().join("socket");
+            let listener = std::os::unix::net::UnixListener::bind(&socket).ok();
+            if listener.is_some() {
+                files.push(CredentialFile {
+                    path: socket,
+                    usable: false,
+                });
+            }
+            let zero = std::path::PathBuf::from("/dev/zero");
+            if zero.exists() {
+                files.push(CredentialFile {
+                    path: zero,
+                    usable: false,
+                });
+            }
+            (dir, listener, files)
         })
-        .1
+        .2
 }
 
 const FILE_SECRET: &str = "file-secret-7f3a";
+/// Three bytes: sent in the clear and echoed back if it were ever bound.
+const SHORT_SECRET: &str = "q#Z";
 
 /// Resolving the credentials: each ends as a value or as a problem, never
-/// both; a value is the trimmed file text; no value shows in any `Debug`
-/// output or problem.
+/// both; a value is the trimmed file text, at least as long as the
+/// scrubber redacts and at most the cap; a file that is too short, too
+/// long or not a regular file is a problem naming the file; no value shows
+/// in any `Debug` output or problem.
 fn check_secrets(mut policy: Policy) {
     let files = credential_files();
-    for (i, source) in policy.credentials.values_mut().enumerate() {
+    let mut chosen = BTreeMap::new();
+    for (i, (name, source)) in policy.credentials.iter_mut().enumerate() {
         if let CredentialSource::File(path) = source {
-            *path = files[i % files.len()].clone();
+            let file = &files[i % files.len()];
+            path.clone_from(&file.path);
+            chosen.insert(name.clone(), file);
         }
     }
     let store = SecretStore::from_environment(&policy);
     let bound = policy.clone().bind_secrets(store.clone());
     let shown = format!("{bound:?} {store:?}");
     assert!(
-        !shown.contains(FILE_SECRET),
+        !shown.contains(FILE_SECRET) && !shown.contains(SHORT_SECRET),
         "a credential value shows in Debug"
     );
     for (name, source) in &policy.credentials {
@@ -288,17 +481,45 @@ fn check_secrets(mut policy: Policy) {
             "credential {name}: exactly one of a value or a problem"
         );
         if let Some(secret) = value {
-            assert!(!secret.expose().is_empty() && secret.expose() == secret.expose().trim());
+            let text = secret.expose();
+            assert!(!text.is_empty() && text == text.trim());
+            assert!(
+                (ORACLE_MIN_SECRET_BYTES..=ORACLE_MAX_SECRET_BYTES).contains(&text.len()),
+                "credential {name}: a value of {} bytes is bound",
+                text.len()
+            );
             match source {
                 CredentialSource::File(path) => {
-                    assert_eq!(secret.expose(), FILE_SECRET);
+                    assert_eq!(text, FILE_SECRET);
                     assert_eq!(secret.path(), Some(path.as_path()));
                 }
                 CredentialSource::Env(_) => assert_eq!(secret.path(), None),
             }
         }
+        if let Some(file) = chosen.get(name) {
+            assert_eq!(
+                value.is_some(),
+                file.usable,
+                "credential {name}: {} {}",
+                file.path.display(),
+                if file.usable {
+                    "is not bound"
+                } else {
+                    "is bound"
+                }
+            );
+            if let Some(problem) = problem {
+                assert!(
+                    problem.contains(&file.path.display().to_string()),
+                    "credential {name}: the problem does not name its file: {problem}"
+                );
+            }
+        }
         if let Some(problem) = problem {
-            assert!(!problem.contains(FILE_SECRET), "a problem shows a value");
+            assert!(
+                !problem.contains(FILE_SECRET) && !problem.contains(SHORT_SECRET),
+                "a problem shows a value"
+            );
         }
     }
     // Replay binds a stand-in to every credential, so authorization decides
@@ -512,6 +733,13 @@ impl Oracle {
                 _ => self.fault("tools", "not exactly one target"),
             }
             self.placeholders(tool);
+            let mut unchecked = Vec::new();
+            if let Some(schema) = tool.get("input_schema") {
+                unchecked_formats(schema, "", &mut unchecked);
+            }
+            if !unchecked.is_empty() {
+                self.fault("tools.input_schema", "a format the gateway does not check");
+            }
         }
         self.faults
     }

@@ -56,7 +56,8 @@
 //! A credential shorter than [`MIN_SECRET_BYTES`] bytes (after trimming) is
 //! not scrubbed at all: redacting every `a` or `ab` in a result would
 //! destroy it without protecting anything (such a credential can be
-//! guessed). The policy should refuse such credentials.
+//! guessed). The gateway therefore treats a shorter credential as not
+//! available at load (`portcullis_gateway::secrets`): no tool runs with it.
 //!
 //! # Not covered
 //!

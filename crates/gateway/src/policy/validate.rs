@@ -202,6 +202,9 @@ impl Validator<'_> {
         })?;
         let schema = ToolSchema::compile(schema_value)
             .map_err(|message| self.err(tool, "tools.input_schema", message))?;
+        schema
+            .refuse_unchecked_formats()
+            .map_err(|message| self.err(tool, "tools.input_schema", message))?;
         let target = match (raw.http, raw.ssh) {
             (Some(http), None) => TargetSpec::Http(self.http(http, tool)?),
             (None, Some(ssh)) => TargetSpec::Ssh(self.ssh(ssh, tool)?),

@@ -88,8 +88,12 @@ enum Check {
 
 impl FastSchema {
     /// The fast form of a normalized tool schema, or `None` when it is
-    /// outside the subset (jsonschema then decides every call).
-    pub(super) fn compile(document: &Value) -> Option<Self> {
+    /// outside the subset (jsonschema then decides every call). Property
+    /// schemas are compiled with the `options` of the whole.
+    pub(super) fn compile(
+        document: &Value,
+        options: &jsonschema::ValidationOptions<'static>,
+    ) -> Option<Self> {
         let root = document.as_object()?;
         if !root.keys().all(|k| ROOT_KEYWORDS.contains(&k.as_str()))
             || root.get("type")? != "object"
@@ -120,7 +124,7 @@ impl FastSchema {
             .map(|(name, schema)| {
                 Some(Property {
                     name: name.clone(),
-                    check: Check::compile(schema.as_object()?)?,
+                    check: Check::compile(schema.as_object()?, options)?,
                 })
             })
             .collect::<Option<_>>()?;
@@ -152,7 +156,10 @@ fn beside_string_type(key: &str) -> bool {
 }
 
 impl Check {
-    fn compile(schema: &Map<String, Value>) -> Option<Self> {
+    fn compile(
+        schema: &Map<String, Value>,
+        options: &jsonschema::ValidationOptions<'static>,
+    ) -> Option<Self> {
         if !schema
             .keys()
             .all(|k| PROPERTY_KEYWORDS.contains(&k.as_str()))
@@ -164,11 +171,7 @@ impl Check {
         if only_string_type {
             return Some(Check::IsString);
         }
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .should_validate_formats(true)
-            .build(&Value::Object(schema.clone()))
-            .ok()?;
+        let validator = options.build(&Value::Object(schema.clone())).ok()?;
         Some(Check::Validator(validator))
     }
 
