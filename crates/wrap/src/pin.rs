@@ -28,14 +28,17 @@ pub struct Pin([u8; 32]);
 impl Pin {
     /// The pin of a tool definition (one element of `tools/list`'s `tools`).
     pub fn of(tool: &Map<String, Value>) -> Self {
-        let pinned: Map<String, Value> = PINNED_MEMBERS
+        // Borrowed, and hashed as it is written: a definition may be as
+        // large as a frame, and is neither copied nor kept whole once more.
+        let pinned: BTreeMap<&str, &Value> = PINNED_MEMBERS
             .iter()
-            .filter_map(|k| tool.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+            .filter_map(|k| tool.get(*k).map(|v| (*k, v)))
             .collect();
-        // Serializing a `Value` cannot fail: every number in it is finite.
-        let canonical =
-            serde_json_canonicalizer::to_vec(&Value::Object(pinned)).unwrap_or_default();
-        Self(Sha256::digest(&canonical).into())
+        let mut hasher = Sha256::new();
+        // Neither can fail: every number in a `Value` is finite, and a hash
+        // takes every byte written to it.
+        let _ = serde_json_canonicalizer::to_writer(&pinned, &mut hasher);
+        Self(hasher.finalize().into())
     }
 
     /// `sha256:` and 64 lowercase hex digits.
