@@ -34,13 +34,18 @@
 //! Ending: stdin EOF → `end_of_input`, then the core waits for actions in
 //! flight for at most `--grace-ms` (default 10 s), answering each, and
 //! exits 0 (actions still running at the deadline are answered
-//! `interrupted` and stay open in the audit journal). `Effect::Close` →
-//! exit 3 and a stdout write failure → exit 4, each after waiting (without
-//! writing) at most the grace period for running actions, so the audit
-//! journal records their outcomes. SIGINT and SIGTERM end the session at
-//! once (exit 128 + the signal number). On every way out, `ssh` clients
-//! still running are killed and their identity material removed (see
-//! [`crate::shutdown`]).
+//! `interrupted` and stay open in the audit journal). A frame that ends
+//! the session (invalid under `on_invalid = "close"`, or refused under
+//! `on_denied = "close"`) stops reading at once; when actions are in
+//! flight the gateway drains ([`Gateway::is_draining`]) and the core
+//! answers them just as at end of input, within the same grace period;
+//! then the gateway writes that frame's answer and `Effect::Close` → exit
+//! 3. A stdout write failure → exit 4. After `Close` or a write failure
+//! nothing more is written; the core waits at most what is left of the
+//! grace period for running actions, so the audit journal records their
+//! outcomes. SIGINT and SIGTERM end the session at once (exit 128 + the
+//! signal number). On every way out, `ssh` clients still running are
+//! killed and their identity material removed (see [`crate::shutdown`]).
 
 mod driver;
 mod threads;

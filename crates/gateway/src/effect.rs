@@ -11,7 +11,7 @@ use crate::authz::AuthorizedAction;
 use crate::ledger::RejectionRecord;
 
 /// One complete outbound line (ends with `\n`), made only by the encoder:
-/// whatever a driver writes passed [`portcullis_wire::encode`].
+/// whatever a driver writes passed [`portcullis_wire::encode()`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame(Vec<u8>);
 
@@ -84,6 +84,9 @@ pub enum Effect {
     /// Stop waiting for this action: the client cancelled it and nothing
     /// more will be written for it.
     Cancel(Ticket),
-    /// The session is over: flush what was written and exit nonzero.
+    /// The session is over: flush what was written and exit nonzero. It
+    /// comes only once every action handed out was completed or cancelled
+    /// (their answers, then the closing frame's own, written before it);
+    /// nothing is written or run after it.
     Close(CloseReason),
 }

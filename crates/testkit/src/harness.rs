@@ -16,9 +16,10 @@ use crate::fixtures::{small_cap_policy, test_policy};
 use crate::json_arbitrary::ArbitraryJson;
 use crate::model::{self, key_of};
 use crate::recorder::Recorder;
-use crate::reference::executable_lines;
+use crate::reference::{IdKey, executable_lines, owed_before, written};
 use crate::session::{
-    Chunking, run_session, run_session_deferred, run_session_deferred_like, run_session_with,
+    Chunking, SessionReport, run_session, run_session_deferred, run_session_deferred_like,
+    run_session_with,
 };
 
 /// A harness: takes fuzzer bytes, panics when its property fails.
@@ -70,7 +71,14 @@ const TOOLS: [&str; 4] = [
 /// check accepts as a complete valid `tools/call` in a valid session, and
 /// must target an allowlisted host; under `close`, nothing is recorded after
 /// the first rejected frame; stdout passes the transcript checker (checked
-/// inside `run_session`).
+/// inside `run_session`). The input is one read, so a call is still in
+/// flight when a later frame of it ends the session; under `close` the
+/// session runs again with every outcome reported at end of input (calls
+/// in flight at a truncated last frame too), which must read and run
+/// exactly the same. Under both schedules every request before the first
+/// invalid frame is answered exactly once (a call the client cancelled at
+/// most once), with that frame's error (if any) the last frame written
+/// ([`assert_answers`]).
 pub fn stdin_bytes(data: &[u8]) {
     // Judged only when something executed: the reference reads every
     // line, and most fuzzer inputs execute nothing.
@@ -78,55 +86,156 @@ pub fn stdin_bytes(data: &[u8]) {
     for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
         let policy = test_policy(mode);
         let report = run_session(&policy, data, &Chunking::Whole);
-        assert_eq!(
-            report.actions.len(),
-            report.journal.len(),
-            "the executor saw exactly what the journal recorded"
+        check_stdin_report(data, mode, &report, &reference);
+        if mode == OnInvalid::Close {
+            let owed = owed_before(data, first_invalid(&report).map(|r| r.line));
+            assert_answers(
+                "close",
+                &report,
+                &owed.requests,
+                &owed.cancelled,
+                Extra::LastError,
+            );
+            let deferred = run_session_deferred(&policy, data, &Chunking::Whole);
+            assert_eq!(
+                (&deferred.actions, &deferred.rejections, &deferred.closed),
+                (&report.actions, &report.rejections, &report.closed),
+                "with outcomes reported at end of input the session read or ran something else"
+            );
+            assert_answers(
+                "close, outcomes at end of input",
+                &deferred,
+                &owed.requests,
+                &owed.cancelled,
+                Extra::LastError,
+            );
+        }
+    }
+}
+
+/// The first rejection that is not a refused call (schema or authz): the
+/// frame that ends a `close` session.
+fn first_invalid(report: &SessionReport) -> Option<&portcullis_gateway::RejectionRecord> {
+    report
+        .rejections
+        .iter()
+        .find(|r| !matches!(r.stage, Stage::Schema | Stage::Authz))
+}
+
+/// Which frames, besides the answers a session owes, it may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extra {
+    /// Under `close`: one error, for the frame that ended the session, and
+    /// only as the very last frame (only if the session closed).
+    LastError,
+    /// Under `keep-open`: errors anywhere, for the invalid frames.
+    Errors,
+}
+
+/// The answering rule (RFC 9113 §6.8, a graceful GOAWAY): every request in
+/// `owed` is answered exactly once (those in `cancelled` at most once),
+/// whatever the completion schedule; every other frame is an error that
+/// answers none of them, and under [`Extra::LastError`] there is at most
+/// one, the last frame written, and none unless the session closed.
+/// `what` names the session in failure messages.
+pub fn assert_answers(
+    what: &str,
+    report: &SessionReport,
+    owed: &[IdKey],
+    cancelled: &[IdKey],
+    extra: Extra,
+) {
+    let frames = written(&report.stdout);
+    for id in owed {
+        let times = frames.iter().filter(|f| f.id.as_ref() == Some(id)).count();
+        let allowed = if cancelled.contains(id) { 0..=1 } else { 1..=1 };
+        assert!(
+            allowed.contains(&times),
+            "{what}: request {id:?} was answered {times} times, not once (closed: {:?})\nstdout:\n{}",
+            report.closed,
+            String::from_utf8_lossy(&report.stdout)
         );
-        for (entry, action) in report.journal.iter().zip(&report.actions) {
-            let line = usize::try_from(entry.line).expect("line fits") - 1;
-            let reference = reference.get_or_init(|| executable_lines(data, &TOOLS));
-            let accepted = reference.get(line).cloned().flatten();
-            assert_eq!(
-                accepted.as_deref(),
-                Some(action.tool()),
-                "{mode:?}: line {} executed {} but the reference check refuses it",
-                entry.line,
-                action.tool()
-            );
-            assert_allowlisted(action.target());
-        }
-        // A well-formed call refused by the schema or authorization is a
-        // tool error and never ends the session; any other rejection under
-        // `close` does, and nothing after it is processed.
-        if let Some(closed) = &report.closed {
-            assert!(
-                !matches!(closed.stage, Stage::Schema | Stage::Authz),
-                "{mode:?}: a refused call closed the session: {closed:?}"
-            );
-        }
-        let invalid = report
-            .rejections
-            .iter()
-            .find(|r| !matches!(r.stage, Stage::Schema | Stage::Authz));
-        if mode == OnInvalid::Close
-            && let Some(first) = invalid
-        {
-            assert!(
-                report.journal.iter().all(|e| e.line < first.line),
-                "an action was recorded after the first invalid frame (line {})",
-                first.line
-            );
-            assert!(
-                report.closed.is_some(),
-                "an invalid frame under close must close the session"
-            );
-            assert_eq!(
-                report.rejections.last().map(|r| r.line),
-                Some(first.line),
-                "nothing is processed after close"
-            );
-        }
+    }
+    let others: Vec<usize> = frames
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.id.as_ref().is_none_or(|id| !owed.contains(id)))
+        .map(|(at, _)| at)
+        .collect();
+    for &at in &others {
+        assert!(
+            frames[at].error,
+            "{what}: frame {} answers no request owed an answer and is not an error\nstdout:\n{}",
+            at + 1,
+            String::from_utf8_lossy(&report.stdout)
+        );
+    }
+    if extra == Extra::LastError {
+        let allowed = usize::from(report.closed.is_some());
+        assert!(
+            others.len() <= allowed && others.iter().all(|&at| at + 1 == frames.len()),
+            "{what}: under close, the error for the frame that ends the session must be the last frame \
+             and the only other one (frames {:?} of {}; closed: {:?})\nstdout:\n{}",
+            others.iter().map(|at| at + 1).collect::<Vec<_>>(),
+            frames.len(),
+            report.closed,
+            String::from_utf8_lossy(&report.stdout)
+        );
+    }
+}
+
+/// What [`stdin_bytes`] asserts of one session.
+fn check_stdin_report(
+    data: &[u8],
+    mode: OnInvalid,
+    report: &SessionReport,
+    reference: &std::cell::OnceCell<Vec<Option<String>>>,
+) {
+    assert_eq!(
+        report.actions.len(),
+        report.journal.len(),
+        "the executor saw exactly what the journal recorded"
+    );
+    for (entry, action) in report.journal.iter().zip(&report.actions) {
+        let line = usize::try_from(entry.line).expect("line fits") - 1;
+        let reference = reference.get_or_init(|| executable_lines(data, &TOOLS));
+        let accepted = reference.get(line).cloned().flatten();
+        assert_eq!(
+            accepted.as_deref(),
+            Some(action.tool()),
+            "{mode:?}: line {} executed {} but the reference check refuses it",
+            entry.line,
+            action.tool()
+        );
+        assert_allowlisted(action.target());
+    }
+    // A well-formed call refused by the schema or authorization is a
+    // tool error and never ends the session; any other rejection under
+    // `close` does, and nothing after it is processed.
+    if let Some(closed) = &report.closed {
+        assert!(
+            !matches!(closed.stage, Stage::Schema | Stage::Authz),
+            "{mode:?}: a refused call closed the session: {closed:?}"
+        );
+    }
+    let invalid = first_invalid(report);
+    if mode == OnInvalid::Close
+        && let Some(first) = invalid
+    {
+        assert!(
+            report.journal.iter().all(|e| e.line < first.line),
+            "an action was recorded after the first invalid frame (line {})",
+            first.line
+        );
+        assert!(
+            report.closed.is_some(),
+            "an invalid frame under close must close the session"
+        );
+        assert_eq!(
+            report.rejections.last().map(|r| r.line),
+            Some(first.line),
+            "nothing is processed after close"
+        );
     }
 }
 
@@ -151,7 +260,12 @@ fn assert_allowlisted(target: &ActionTarget) {
 }
 
 /// Structured operations against the session model: the recorder must equal
-/// the model's prediction exactly (valid calls execute exactly once).
+/// the model's prediction exactly (valid calls execute exactly once), and
+/// every request it owes an answer gets exactly one, before the error of
+/// a frame that closes the session. Run with outcomes reported once the
+/// read is carried out (the input is one read, so calls are in flight
+/// when a later frame ends the session) and again at end of input (in
+/// flight at a truncated last frame too).
 pub fn session_model(data: &[u8]) {
     let Some((mode, ops)) = model::from_fuzz(data) else {
         return;
@@ -159,12 +273,25 @@ pub fn session_model(data: &[u8]) {
     check_model(&ops, mode);
 }
 
-/// Assert the gateway does exactly what the model predicts for `ops`.
+/// Assert the gateway does exactly what the model predicts for `ops`,
+/// under both completion schedules.
 pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
     let policy = test_policy(mode);
     let limits = portcullis_gateway::Config::from_policy(&policy).limits;
     let scenario = model::scenario_with(ops, mode, limits);
     let report = run_session(&policy, &scenario.input, &Chunking::Whole);
+    check_model_report(ops, mode, &scenario, &report);
+    let deferred = run_session_deferred(&policy, &scenario.input, &Chunking::Whole);
+    check_model_report(ops, mode, &scenario, &deferred);
+}
+
+/// One session of [`check_model`].
+fn check_model_report(
+    ops: &[model::Op],
+    mode: OnInvalid,
+    scenario: &model::Scenario,
+    report: &SessionReport,
+) {
     let actual: Vec<_> = report.actions.iter().map(key_of).collect();
     assert_eq!(
         actual, scenario.expected,
@@ -194,6 +321,25 @@ pub fn check_model(ops: &[model::Op], mode: OnInvalid) {
         "{mode:?}: session close differs from the model for ops {ops:?}: {:?}",
         report.closed
     );
+    let owed: Vec<IdKey> = scenario.answered.iter().map(|&id| IdKey::Int(id)).collect();
+    let cancelled: Vec<IdKey> = scenario
+        .cancelled
+        .iter()
+        .map(|&id| IdKey::Int(id))
+        .collect();
+    let extra = match mode {
+        OnInvalid::Close => Extra::LastError,
+        OnInvalid::KeepOpen => Extra::Errors,
+    };
+    let what = format!("{mode:?}, ops {ops:?}");
+    assert_answers(&what, report, &owed, &cancelled, extra);
+    let frames = written(&report.stdout);
+    for id in &cancelled {
+        assert!(
+            frames.iter().all(|f| f.id.as_ref() != Some(id)),
+            "{mode:?}: call {id:?} was cancelled while it ran, yet answered, for ops {ops:?}"
+        );
+    }
     if let Some(revision) = report.revision {
         let requests = crate::mcp_schema::requests_of(&scenario.input);
         if let Err(err) = crate::mcp_schema::check_stdout(&report.stdout, revision, &requests) {

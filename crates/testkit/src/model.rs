@@ -10,7 +10,10 @@
 //! answered with an `isError` result and leaves the session open in both
 //! modes. The depth limit counts from the top of the frame, so it holds
 //! inside `params.arguments` as anywhere else. The model also predicts the
-//! stage of every rejection.
+//! stage of every rejection, and which requests are owed an answer: every
+//! request served before the session ends, even when an invalid frame
+//! ends it while calls still run (they are answered first, that frame's
+//! error last).
 //!
 //! Modules, in the order a scenario is built: `ops` (what a client does,
 //! decoded from fuzzer bytes), `predict` (the spec's session state: it
@@ -45,6 +48,16 @@ pub struct Scenario {
     /// Request ids answered with an `isError` tool result (calls refused by
     /// the schema or authorization), in order.
     pub tool_errors: Vec<i64>,
+    /// Every request served (not refused as invalid), in input order: each
+    /// is owed exactly one answer, whenever its call completes — under
+    /// `close` also when a later invalid frame ends the session, before
+    /// that frame's error.
+    pub answered: Vec<i64>,
+    /// Calls of `answered` cancelled while they ran: they get no answer.
+    /// A harness feeds the input in one read, and a call runs from the
+    /// read that hands it out until that read's effects are carried out,
+    /// so every later cancellation of it in the input finds it running.
+    pub cancelled: Vec<i64>,
 }
 
 /// Render `ops` into input bytes and predict the actions, for a session
@@ -72,5 +85,7 @@ pub fn scenario_with(ops: &[Op], mode: OnInvalid, limits: Limits) -> Scenario {
         expected: model.expected,
         rejections: model.rejections,
         tool_errors: model.tool_errors,
+        answered: model.answered,
+        cancelled: model.cancelled,
     }
 }

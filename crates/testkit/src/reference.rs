@@ -3,7 +3,9 @@
 //! gateway: plain line splitting, lenient `serde_json::Value`, and a
 //! handful of field checks. It over-approximates (it knows nothing of
 //! schemas, duplicates or allowlists), so the property is one-sided: every
-//! executed frame must be one it accepts.
+//! executed frame must be one it accepts. [`owed_before`] and [`written`]
+//! read, just as plainly, which requests a session owes an answer and
+//! what it wrote.
 
 use serde_json::Value;
 
@@ -72,4 +74,149 @@ fn judge(raw: &[u8], tools: &[&str], session_started: &mut bool) -> Option<Strin
         return None;
     }
     Some(name.to_owned())
+}
+
+/// A request id as the reference compares it: a JSON integer by value
+/// (`-0` and `0` are one id), a string by its text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IdKey {
+    /// An integer id.
+    Int(i64),
+    /// A string id.
+    Str(String),
+    /// Anything else (no valid request carries it), as JSON text.
+    Other(String),
+}
+
+impl IdKey {
+    /// The key of an `id` value.
+    pub fn of(value: &Value) -> Self {
+        match value {
+            Value::String(s) => IdKey::Str(s.clone()),
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0)
+                        .map(|f| f as i64)
+                })
+                .map_or_else(|| IdKey::Other(n.to_string()), IdKey::Int),
+            other => IdKey::Other(other.to_string()),
+        }
+    }
+}
+
+/// What the input lines before a point ask to be answered, by a lenient
+/// reading (plain `serde_json`): meant for lines the session accepted, so
+/// each line that holds an object with both `method` and `id` is a request
+/// owed exactly one answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owed {
+    /// The ids of the requests, in input order.
+    pub requests: Vec<IdKey>,
+    /// The `requestId`s named by `notifications/cancelled` lines: a call
+    /// cancelled while in flight is owed no answer.
+    pub cancelled: Vec<IdKey>,
+}
+
+/// The requests (and cancellations) on the complete input lines numbered
+/// below `before` (1-based), or on every complete line when it is `None`.
+pub fn owed_before(input: &[u8], before: Option<u64>) -> Owed {
+    let mut owed = Owed::default();
+    let mut pieces = input.split(|&b| b == b'\n').peekable();
+    let mut number = 0u64;
+    while let Some(raw) = pieces.next() {
+        number += 1;
+        if pieces.peek().is_none() || before.is_some_and(|b| number >= b) {
+            break;
+        }
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(raw) else {
+            continue;
+        };
+        let method = object.get("method").and_then(Value::as_str);
+        match (method, object.get("id")) {
+            (Some(_), Some(id)) => owed.requests.push(IdKey::of(id)),
+            (Some("notifications/cancelled"), None) => {
+                if let Some(id) = object.get("params").and_then(|p| p.get("requestId")) {
+                    owed.cancelled.push(IdKey::of(id));
+                }
+            }
+            _ => {}
+        }
+    }
+    owed
+}
+
+/// One stdout frame as the reference reads it: its `id` (`None` when the
+/// member is absent) and whether it is an error response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The frame's `id`.
+    pub id: Option<IdKey>,
+    /// Whether it has an `error` member.
+    pub error: bool,
+}
+
+/// Every stdout line that reads as a JSON object, in order.
+pub fn written(stdout: &[u8]) -> Vec<Written> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|line| match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(frame)) => Some(Written {
+                id: frame.get("id").map(IdKey::of),
+                error: frame.contains_key("error"),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_lines_with_a_method_and_an_id_and_cancellations_name_theirs() {
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n\
+{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}\r\n\
+{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":-0}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n\
+{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}";
+        let all = owed_before(input, None);
+        assert_eq!(
+            all.requests,
+            [IdKey::Int(1), IdKey::Str("a".into()), IdKey::Int(3)]
+        );
+        assert_eq!(all.cancelled, [IdKey::Int(0)]);
+        let early = owed_before(input, Some(3));
+        assert_eq!(early.requests, [IdKey::Int(1)]);
+        assert!(early.cancelled.is_empty());
+    }
+
+    #[test]
+    fn written_frames_keep_their_id_and_whether_they_are_errors() {
+        let stdout = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\
+{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32700,\"message\":\"x\"}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"error\":{\"code\":-32600,\"message\":\"x\"}}\n";
+        assert_eq!(
+            written(stdout),
+            [
+                Written {
+                    id: Some(IdKey::Int(1)),
+                    error: false
+                },
+                Written {
+                    id: None,
+                    error: true
+                },
+                Written {
+                    id: Some(IdKey::Str("b".into())),
+                    error: true
+                },
+            ]
+        );
+    }
 }

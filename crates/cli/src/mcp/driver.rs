@@ -24,6 +24,13 @@ pub(super) enum State {
     Draining {
         until: Instant,
     },
+    /// A frame ended the session while actions were in flight (the
+    /// gateway is draining): reading has stopped; answering those actions
+    /// until `until`, after which the gateway writes its last frame and
+    /// closes.
+    Closing {
+        until: Instant,
+    },
     /// Closing with `code`; waiting (without writing) for running actions
     /// until `until`.
     Stopping {
@@ -101,7 +108,8 @@ impl Driver {
     fn exit_code(&self) -> u8 {
         match self.state {
             State::Stopping { code, .. } => code,
-            _ => EXIT_EOF,
+            State::Closing { .. } => EXIT_CLOSED,
+            State::Serving | State::Draining { .. } => EXIT_EOF,
         }
     }
 
@@ -116,31 +124,17 @@ impl Driver {
                 if now < until {
                     return None;
                 }
-                let mut awaited: Vec<Ticket> = self
-                    .running
-                    .iter()
-                    .filter(|(_, r)| r.awaited)
-                    .map(|(t, _)| *t)
-                    .collect();
-                awaited.sort();
-                tracing::warn!(
-                    running = self.running.len(),
-                    "grace period over with actions still running; their outcome is unknown"
-                );
-                for ticket in awaited {
-                    if let Some(r) = self.running.get_mut(&ticket) {
-                        r.awaited = false;
-                        r.cancelled.store(true, Ordering::SeqCst);
-                    }
-                    self.gate(|g| {
-                        g.complete(
-                            ticket,
-                            Outcome::failure(
-                                "interrupted: the gateway is shutting down; the outcome is unknown",
-                            ),
-                        )
-                    });
+                self.interrupt_awaited();
+                Some(self.exit_code())
+            }
+            // The gateway's `Close` (after the last awaited action is
+            // answered) moves the driver to `Stopping`; until then it waits
+            // like `Draining`.
+            State::Closing { until } => {
+                if now < until {
+                    return None;
                 }
+                self.interrupt_awaited();
                 Some(self.exit_code())
             }
             State::Stopping { code, until } => {
@@ -159,9 +153,39 @@ impl Driver {
         }
     }
 
+    /// The grace period is over: answer every awaited action
+    /// `interrupted` (its outcome stays open in the audit journal).
+    fn interrupt_awaited(&mut self) {
+        let mut awaited: Vec<Ticket> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.awaited)
+            .map(|(t, _)| *t)
+            .collect();
+        awaited.sort();
+        tracing::warn!(
+            running = self.running.len(),
+            "grace period over with actions still running; their outcome is unknown"
+        );
+        for ticket in awaited {
+            if let Some(r) = self.running.get_mut(&ticket) {
+                r.awaited = false;
+                r.cancelled.store(true, Ordering::SeqCst);
+            }
+            self.gate(|g| {
+                g.complete(
+                    ticket,
+                    Outcome::failure(
+                        "interrupted: the gateway is shutting down; the outcome is unknown",
+                    ),
+                )
+            });
+        }
+    }
+
     fn next_wakeup(&self) -> Option<Instant> {
         let deadline = match self.state {
-            State::Serving | State::Draining { .. } => self
+            State::Serving | State::Draining { .. } | State::Closing { .. } => self
                 .running
                 .values()
                 .filter(|r| r.awaited)
@@ -171,7 +195,9 @@ impl Driver {
         };
         let until = match self.state {
             State::Serving => None,
-            State::Draining { until } | State::Stopping { until, .. } => Some(until),
+            State::Draining { until }
+            | State::Closing { until }
+            | State::Stopping { until, .. } => Some(until),
         };
         match (deadline, until) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -284,6 +310,15 @@ impl Driver {
         for effect in call(&mut self.gateway) {
             self.apply(effect);
         }
+        if matches!(self.state, State::Serving) && self.gateway.is_draining() {
+            tracing::warn!(
+                in_flight = self.gateway.in_flight(),
+                "the session ends: no more input is read; answering the actions in flight first"
+            );
+            self.state = State::Closing {
+                until: Instant::now() + self.grace,
+            };
+        }
     }
 
     /// Log and journal one refused frame.
@@ -341,14 +376,16 @@ impl Driver {
         }
     }
 
+    /// Stop writing; wait for running actions (so the journal records
+    /// their outcomes) until the grace period already under way ends, else
+    /// for a grace period from now.
     fn stop(&mut self, code: u8) {
-        if matches!(self.state, State::Stopping { .. }) {
-            return;
-        }
-        self.state = State::Stopping {
-            code,
-            until: Instant::now() + self.grace,
+        let until = match self.state {
+            State::Stopping { .. } => return,
+            State::Draining { until } | State::Closing { until } => until,
+            State::Serving => Instant::now() + self.grace,
         };
+        self.state = State::Stopping { code, until };
     }
 
     fn execute(&mut self, ticket: Ticket, action: AuthorizedAction, line: u64) {

@@ -51,6 +51,10 @@ impl Tickets {
     pub(super) fn len(&self) -> usize {
         self.entries.len()
     }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,17 @@
 //! [`schema::check`], [`authz::authorize`] — and turns their verdicts into
 //! effects.
 //!
-//! How refusals are recorded and answered is in [`refuse`].
+//! How refusals are recorded and answered is in `refuse`.
+//!
+//! Ending: the first frame that ends the session (an invalid frame under
+//! `on_invalid = "close"`, a refused call under `on_denied = "close"`)
+//! stops reading there — nothing after it is parsed, acted on or answered.
+//! When actions are in flight the session drains first
+//! ([`Gateway::is_draining`]): each accepted request is still answered
+//! once, by its [`Gateway::complete`]; only after the last one does the
+//! ending frame's own answer (if it gets one) follow, then
+//! [`Effect::Close`]. So the ending frame's answer is always the last frame
+//! written, as a graceful HTTP/2 GOAWAY lets the streams below it finish.
 //!
 //! What a session keeps does not grow with the size of what it is sent: a
 //! request id longer than [`Config::max_id_bytes`] is refused, accepted ids
@@ -57,8 +67,19 @@ struct Core {
     mcp: SessionState,
     in_flight: Tickets,
     next_ticket: u64,
+    /// Set by the frame that ends the session while actions were in
+    /// flight; taken when the last of them is completed.
+    draining: Option<Ending>,
     closed: bool,
     counters: Counters,
+}
+
+/// What closes a draining session once nothing is in flight.
+#[derive(Debug)]
+struct Ending {
+    /// The answer to the frame that ended the session, if it gets one.
+    last: Option<Outbound>,
+    reason: CloseReason,
 }
 
 impl Gateway {
@@ -78,6 +99,7 @@ impl Gateway {
                 mcp: SessionState::new(config.max_id_bytes, config.max_session_ids),
                 in_flight: Tickets::default(),
                 next_ticket: 0,
+                draining: None,
                 closed: false,
                 counters: Counters::default(),
             },
@@ -89,7 +111,7 @@ impl Gateway {
         // Room for a read full of small requests, so the vector is not
         // copied as it grows (a 64 KiB read holds a few hundred).
         let mut effects = Vec::with_capacity(bytes.len() / 256 + 1);
-        if !self.core.closed {
+        if self.core.reading() {
             let core = &mut self.core;
             self.reader
                 .feed(bytes, |line, event| core.event(line, event, &mut effects));
@@ -97,7 +119,9 @@ impl Gateway {
         effects
     }
 
-    /// Report the outcome of an `Execute`.
+    /// Report the outcome of an `Execute`. While draining, the completion
+    /// of the last action in flight also brings the ending frame's answer
+    /// and [`Effect::Close`].
     pub fn complete(&mut self, ticket: Ticket, outcome: Outcome) -> Vec<Effect> {
         let mut effects = Vec::new();
         self.core.complete(ticket, outcome, &mut effects);
@@ -107,7 +131,7 @@ impl Gateway {
     /// stdin reached end of file.
     pub fn end_of_input(&mut self) -> Vec<Effect> {
         let mut effects = Vec::new();
-        if !self.core.closed {
+        if self.core.reading() {
             let core = &mut self.core;
             self.reader
                 .finish(|line, event| core.event(line, event, &mut effects));
@@ -124,6 +148,13 @@ impl Gateway {
     /// Whether the session has closed.
     pub fn is_closed(&self) -> bool {
         self.core.closed
+    }
+
+    /// Whether a frame has ended the session while actions were in flight:
+    /// nothing more is read, and the session closes once the last of them
+    /// is completed. A driver stops reading and waits for those actions.
+    pub fn is_draining(&self) -> bool {
+        self.core.draining.is_some()
     }
 
     /// The negotiated or declared revision, once known.
@@ -154,8 +185,13 @@ pub fn read_frame<'a>(
 }
 
 impl Core {
+    /// Whether input is still read: not closed, and not draining.
+    fn reading(&self) -> bool {
+        !self.closed && self.draining.is_none()
+    }
+
     fn event(&mut self, line: u64, event: FrameEvent<'_>, effects: &mut Vec<Effect>) {
-        if self.closed {
+        if !self.reading() {
             return;
         }
         self.counters.frames_received += 1;
@@ -269,6 +305,32 @@ impl Core {
         if let Some(f) = self.in_flight.remove(ticket.0) {
             let result = reply::call_tool(f.revision, &outcome.text, outcome.is_error);
             self.respond(f.id, result, effects);
+        }
+        if self.in_flight.is_empty()
+            && let Some(ending) = self.draining.take()
+        {
+            self.finish(ending, effects);
+        }
+    }
+
+    /// End the session at the frame `ending` describes: nothing after it
+    /// is read. The actions in flight are answered first (as they
+    /// complete), then `ending.last`, then `Close`.
+    fn end(&mut self, ending: Ending, effects: &mut Vec<Effect>) {
+        if self.in_flight.is_empty() {
+            self.finish(ending, effects);
+        } else {
+            self.draining = Some(ending);
+        }
+    }
+
+    fn finish(&mut self, ending: Ending, effects: &mut Vec<Effect>) {
+        if let Some(last) = ending.last {
+            self.write(last, effects);
+        }
+        // `write` closes by itself when it cannot encode.
+        if !self.closed {
+            self.close(ending.reason, effects);
         }
     }
 

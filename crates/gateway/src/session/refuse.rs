@@ -8,7 +8,9 @@
 //! used up, so no request is ever answered twice. Notifications are never
 //! answered. A well-formed call refused by the schema or authorization is
 //! answered as a tool error and ends the session only under
-//! `on_denied = "close"`. Every refusal leaves as [`Effect::Rejected`].
+//! `on_denied = "close"`. A refusal that ends the session is answered
+//! after every action already in flight (see `Core::end`). Every refusal
+//! leaves as [`Effect::Rejected`] at once.
 //! [`error_reply`] is the echo rule alone, for `portcullis wrap`'s client
 //! side too.
 
@@ -16,7 +18,7 @@ use portcullis_wire::codes::INVALID_PARAMS;
 use portcullis_wire::{ErrorObject, Id, Outbound, Rejection, Stage, Unworded};
 use serde_json::{Value, json};
 
-use super::Core;
+use super::{Core, Ending};
 use crate::effect::{CloseReason, Effect};
 use crate::ledger::RejectionRecord;
 use crate::mcp::{Refusal, Revision, SessionState};
@@ -86,18 +88,27 @@ impl Core {
         };
         self.record(record, effects);
         let on_invalid = self.config.on_invalid;
-        if let Some((id, error)) = error_reply(&mut self.mcp, on_invalid, &rejection, data) {
-            self.write(Outbound::Error { id, error }, effects);
+        let answer = error_reply(&mut self.mcp, on_invalid, &rejection, data)
+            .map(|(id, error)| Outbound::Error { id, error });
+        if on_invalid == OnInvalid::KeepOpen {
+            if let Some(answer) = answer {
+                self.write(answer, effects);
+            }
+            return;
         }
-        if on_invalid == OnInvalid::Close {
-            let reason = CloseReason {
-                line,
-                stage: rejection.stage,
-                code: rejection.code,
-                reason: rejection.reason,
-            };
-            self.close(reason, effects);
-        }
+        let reason = CloseReason {
+            line,
+            stage: rejection.stage,
+            code: rejection.code,
+            reason: rejection.reason,
+        };
+        self.end(
+            Ending {
+                last: answer,
+                reason,
+            },
+            effects,
+        );
     }
 
     /// Record a call refused at the schema or authz stage; it is answered as
@@ -118,19 +129,29 @@ impl Core {
             fingerprint: portcullis_wire::Fingerprint::of(frame),
         };
         self.record(record, effects);
-        self.respond(id, reply::call_tool(revision, &text, true), effects);
+        let answer = Outbound::Response {
+            id,
+            result: reply::call_tool(revision, &text, true),
+        };
         // The frame was well formed and the peer is in step: the refusal is
         // an answer the model can act on, not a reason to end the session,
         // unless the policy opts in.
-        if self.config.on_denied == OnDenied::Close {
-            let reason = CloseReason {
-                line,
-                stage,
-                code: INVALID_PARAMS,
-                reason: text,
-            };
-            self.close(reason, effects);
+        if self.config.on_denied == OnDenied::ToolError {
+            return self.write(answer, effects);
         }
+        let reason = CloseReason {
+            line,
+            stage,
+            code: INVALID_PARAMS,
+            reason: text,
+        };
+        self.end(
+            Ending {
+                last: Some(answer),
+                reason,
+            },
+            effects,
+        );
     }
 }
 

@@ -28,6 +28,13 @@ pub(super) struct Model {
     pub(super) expected: Vec<Predicted>,
     pub(super) rejections: Vec<Stage>,
     pub(super) tool_errors: Vec<i64>,
+    /// Requests served (not refused as invalid): each is owed one answer.
+    pub(super) answered: Vec<i64>,
+    /// Calls that executed and were not cancelled: in flight for the rest
+    /// of the input (it is fed in one read).
+    running: Vec<i64>,
+    /// Calls cancelled while they ran: those get no answer.
+    pub(super) cancelled: Vec<i64>,
 }
 
 impl Model {
@@ -44,6 +51,9 @@ impl Model {
             expected: Vec::new(),
             rejections: Vec::new(),
             tool_errors: Vec::new(),
+            answered: Vec::new(),
+            running: Vec::new(),
+            cancelled: Vec::new(),
         }
     }
 
@@ -132,6 +142,14 @@ impl Model {
     fn refused_call(&mut self, id: i64, stage: Stage) {
         self.tool_errors.push(id);
         self.rejections.push(stage);
+        self.answered.push(id);
+    }
+
+    /// A valid call that runs: answered once, with its outcome.
+    fn runs(&mut self, id: i64, action: Predicted) {
+        self.expected.push(action);
+        self.answered.push(id);
+        self.running.push(id);
     }
 
     /// A call to `tool`, one of the tools whose only argument is a
@@ -143,7 +161,7 @@ impl Model {
                 self.era = Some(Era::Modern);
             }
             if service.valid() {
-                self.expected.push((tool.into(), service.text().into()));
+                self.runs(id, (tool.into(), service.text().into()));
             } else {
                 self.refused_call(id, Stage::Schema);
             }
@@ -161,6 +179,7 @@ impl Model {
                     } else {
                         self.initialized = true;
                         self.era = Some(Era::Legacy);
+                        self.answered.push(id);
                     }
                 }
             }
@@ -172,11 +191,12 @@ impl Model {
             Op::Ping => {
                 if self.admit(id, Era::Legacy) {
                     self.era = Some(Era::Legacy);
+                    self.answered.push(id);
                 }
             }
             Op::ToolsList | Op::UnknownMethod => {
-                if self.admit(id, Era::Legacy) {
-                    self.legacy_ready();
+                if self.admit(id, Era::Legacy) && self.legacy_ready() {
+                    self.answered.push(id);
                 }
             }
             Op::Call(service) | Op::CallCrlf(service) => {
@@ -195,6 +215,7 @@ impl Model {
             Op::Discover => {
                 if self.admit(id, Era::Modern) {
                     self.era = Some(Era::Modern);
+                    self.answered.push(id);
                 }
             }
             Op::ModernBadVersion => {
@@ -205,8 +226,7 @@ impl Model {
             Op::Probe(allowed) => {
                 if self.admit(id, Era::Legacy) && self.legacy_ready() {
                     if allowed {
-                        self.expected
-                            .push(("region_probe".into(), "127.0.0.1".into()));
+                        self.runs(id, ("region_probe".into(), "127.0.0.1".into()));
                     } else {
                         self.refused_call(id, Stage::Authz);
                     }
@@ -236,7 +256,14 @@ impl Model {
                     self.invalid(Stage::Mcp);
                 }
             }
-            Op::Cancel(_) => {}
+            // Stops the answer of a call still running.
+            Op::Cancel(n) => {
+                let n = i64::from(n);
+                if let Some(at) = self.running.iter().position(|&r| r == n) {
+                    self.running.remove(at);
+                    self.cancelled.push(n);
+                }
+            }
         }
     }
 }
