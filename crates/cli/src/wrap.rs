@@ -19,9 +19,17 @@
 //! SIGKILL 2 s later (to its process group). The upstream ending its output
 //! while the client's session is open, or with requests unanswered, answers
 //! each of them with an error and exits 5. An invalid client frame (under
-//! `on_invalid = "close"`) exits 3, a stdout write failure 4, SIGINT and
-//! SIGTERM 130 and 143; in every case the upstream is then ended the same
-//! way (at once after a signal).
+//! `on_invalid = "close"`) stops the reading of stdin; once the requests
+//! accepted before it are answered (within `--grace-ms`) the session exits
+//! 3. A stdout write failure exits 4, SIGINT and SIGTERM 130 and 143; in
+//! every case the upstream is then ended the same way (at once after a
+//! signal).
+//!
+//! The client's end of input is seen even while its input is not taken
+//! (the upstream's queue is full): the stdin reader watches for the
+//! client's hangup meanwhile, and after it reads what is left without
+//! waiting (a pipe or socket holds a bounded amount once its writer is
+//! gone).
 
 mod driver;
 mod journal;
@@ -94,7 +102,8 @@ pub struct WrapArgs {
     log: LogArgs,
 
     /// After stdin ends, how long the upstream has to end its output
-    /// before SIGTERM (at most one hour).
+    /// before SIGTERM; after an invalid client frame, how long it has to
+    /// answer the requests accepted before it (at most one hour).
     #[arg(
         long,
         value_name = "MS",
@@ -112,10 +121,11 @@ pub struct WrapArgs {
 pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
     serve::start(&args.log, &stdout)?;
     let pins = args.pins.as_deref().map(pins_file::read).transpose()?;
-    let config = match &args.policy {
+    let mut config = match &args.policy {
         Some(path) => Config::from_policy(&Policy::load(path)?, pins),
         None => Config::with_pins(pins),
     };
+    config.grace_ms = args.grace_ms;
     let journal = serve::open_journal(args.audit.as_deref(), WrapJournal::open)?;
     let mut upstream = Upstream::spawn(&args.command)?;
     let child_stdin = upstream.child.stdin.take().context("upstream stdin")?;
@@ -159,6 +169,9 @@ pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         pins_write: args.pins_write.clone(),
         to_upstream: Some(lines_tx),
         backlog: std::collections::VecDeque::new(),
+        backlog_bytes: 0,
+        upstream_caused: false,
+        upstream_answers_dropped: 0,
         withheld_credits: 0,
         close_upstream_input: false,
         client_credits,

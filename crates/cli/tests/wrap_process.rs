@@ -106,16 +106,24 @@ impl Session {
     }
 
     fn answer(&mut self, id: &Value) -> Value {
+        let what = format!("an answer for id {id}");
+        self.line_where(&what, |value| {
+            value.get("id") == Some(id) && value.get("method").is_none()
+        })
+    }
+
+    /// Read stdout until a line matches `wanted` (each line read is kept).
+    fn line_where(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + ANSWER_LIMIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let line = self
                 .lines
                 .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("no answer for id {id} from {}", self.describe));
+                .unwrap_or_else(|_| panic!("no {what} from {}", self.describe));
             self.stdout.extend_from_slice(&line);
             let value: Value = serde_json::from_slice(&line).expect("stdout lines are JSON");
-            if value.get("id") == Some(id) && value.get("method").is_none() {
+            if wanted(&value) {
                 return value;
             }
         }
@@ -194,6 +202,14 @@ impl Ended {
         ids.dedup();
         assert_eq!(ids.len(), count, "an id answered twice: {frames:?}");
         frames
+    }
+
+    /// The stdout frames that answer a client request (no `method`).
+    fn answers(&self) -> Vec<Value> {
+        self.assert_clean()
+            .into_iter()
+            .filter(|f| f.get("method").is_none())
+            .collect()
     }
 
     fn received_by_upstream(&self) -> Vec<Value> {
@@ -454,4 +470,332 @@ fn an_upstream_that_ignores_eof_and_sigterm_is_killed() {
         stat.is_empty() || stat.contains(") Z "),
         "the upstream outlived the wrapper: {stat}"
     );
+}
+
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn policy_file(dir: &Path, server: &str, wrap: &str) -> PathBuf {
+    let policy = dir.join("wrap.toml");
+    std::fs::write(
+        &policy,
+        format!("[server]\nname = \"w\"\n{server}\n[wrap]\n{wrap}\n"),
+    )
+    .unwrap();
+    policy
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+
+/// Under `on_invalid = "close"` an invalid frame is a GOAWAY (RFC 9113
+/// §6.8): nothing after it is read, but every request accepted before it
+/// reaches the upstream and is answered once, and only then comes the
+/// error frame for the invalid one and exit 3.
+#[test]
+fn an_invalid_frame_closes_only_after_every_request_accepted_before_it_is_answered() {
+    let dir = tempdir();
+    let mut s = Session::start(dir.path(), &[], "good", &[]);
+    let write = [
+        INITIALIZE,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#,
+        "{garbled",
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#,
+    ]
+    .map(|line| format!("{line}\n"))
+    .concat();
+    s.send_raw(write.as_bytes());
+    let ended = s.end();
+    assert_eq!(ended.status.code(), Some(3), "{}", ended.stderr);
+    let answers = ended.answers();
+    let (last, before) = answers.split_last().expect("answers");
+    let mut ids: Vec<Value> = before.iter().map(|a| a["id"].clone()).collect();
+    ids.sort_by_key(Value::to_string);
+    assert_eq!(ids, [json!(0), json!(2), json!(3), json!(4)], "{answers:?}");
+    let init = before.iter().find(|a| a["id"] == 0).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["name"], "fake-upstream");
+    assert!(
+        last.get("id").is_none() && last["error"]["code"] == -32700,
+        "the error frame for the invalid line comes last, without an id: {last}"
+    );
+    let methods: Vec<Value> = ended
+        .received_by_upstream()
+        .iter()
+        .map(|m| m["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            json!("initialize"),
+            json!("notifications/initialized"),
+            json!("ping"),
+            json!("tools/list")
+        ],
+        "the call was refused (nothing was listed yet) and nothing after the invalid line was read"
+    );
+}
+
+/// What the upstream does not answer within `--grace-ms` of the invalid
+/// frame is answered with an error (and cancelled upstream) before the
+/// error frame for the invalid one.
+#[test]
+fn requests_the_upstream_leaves_unanswered_after_an_invalid_frame_get_an_error_within_the_grace_period()
+ {
+    let dir = tempdir();
+    let mut s = Session::start(dir.path(), &["--grace-ms", "500"], "slow-call", &[]);
+    s.handshake();
+    s.tools(1);
+    let started = Instant::now();
+    s.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"message\":\"x\"}}}\n\x01\n");
+    let reply = s.answer(&json!(2));
+    let waited = started.elapsed();
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(10),
+        "answered after {waited:?}"
+    );
+    let ended = s.end();
+    assert_eq!(ended.status.code(), Some(3), "{}", ended.stderr);
+    let answers = ended.answers();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    assert!(answers[3].get("id").is_none(), "{answers:?}");
+    assert!(
+        ended.stderr.contains("cancelled requestId=3"),
+        "{}",
+        ended.stderr
+    );
+}
+
+/// A client answers a request the upstream has cancelled (the Python SDK
+/// 1.x answers every one): the late answer is dropped and journaled, never
+/// a protocol violation, and the call that asked goes on to its answer —
+/// for each method the upstream may ask.
+#[test]
+fn a_late_answer_to_a_request_the_upstream_cancelled_is_dropped_and_the_session_goes_on() {
+    let dir = tempdir();
+    let audit = dir.path().join("audit.jsonl");
+    let mut s = Session::start(
+        dir.path(),
+        &["--audit", audit.to_str().unwrap()],
+        "asks-then-cancels",
+        &[],
+    );
+    s.handshake();
+    s.tools(1);
+    let asked_methods = ["elicitation/create", "sampling/createMessage", "roots/list"];
+    for (n, asked) in asked_methods.iter().enumerate() {
+        let call = json!(format!("call-{n}"));
+        s.send(&json!({"jsonrpc":"2.0","id":call,"method":"tools/call","params":{"name":"echo","arguments":{"message":asked}}}));
+        let request = s.line_where(asked, |v| v["method"] == *asked && v.get("id").is_some());
+        let ours = request["id"].clone();
+        s.line_where("its cancellation", |v| {
+            v["method"] == "notifications/cancelled" && v["params"]["requestId"] == ours
+        });
+        let result = match *asked {
+            "elicitation/create" => json!({"action":"decline"}),
+            "sampling/createMessage" => {
+                json!({"role":"assistant","content":{"type":"text","text":"x"},"model":"m"})
+            }
+            _ => json!({"roots":[]}),
+        };
+        s.send(&json!({"jsonrpc":"2.0","id":ours,"result":result}));
+        let reply = s.answer(&call);
+        assert_eq!(reply["result"]["content"][0]["text"], *asked, "{reply}");
+    }
+    let ended = s.end();
+    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+    ended.assert_clean();
+    let answers_upstream = ended
+        .received_by_upstream()
+        .into_iter()
+        .filter(|m| m.get("method").is_none())
+        .count();
+    assert_eq!(
+        answers_upstream, 0,
+        "a late answer never reaches the upstream"
+    );
+    let dropped: Vec<Value> = journal(&audit)
+        .into_iter()
+        .filter(|r| r["kind"] == "wrap_dropped")
+        .collect();
+    assert_eq!(dropped.len(), 3, "{dropped:?}");
+    assert!(
+        dropped.iter().all(|r| r["why"] == "answer_after_cancel"),
+        "{dropped:?}"
+    );
+}
+
+/// Requests the upstream may not send, that reuse an id in flight or that
+/// pass the in-flight cap are answered with an error (and journaled), so
+/// an upstream awaiting them is not left waiting.
+#[test]
+fn upstream_requests_the_wrapper_refuses_are_answered_with_an_error() {
+    let dir = tempdir();
+    let audit = dir.path().join("audit.jsonl");
+    let mut s = Session::start(
+        dir.path(),
+        &["--audit", audit.to_str().unwrap()],
+        "asks-badly",
+        &[],
+    );
+    s.handshake();
+    s.tools(1);
+    let reply = s.call(json!(5), "hi");
+    assert_eq!(reply["result"]["content"][0]["text"], "hi");
+    let ended = s.end();
+    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+    let frames = ended.assert_clean();
+    let asked = frames
+        .iter()
+        .filter(|f| f.get("method").is_some() && f.get("id").is_some())
+        .count();
+    assert_eq!(
+        asked, 256,
+        "one elicitation and 255 roots/list reach the client"
+    );
+    let errors: Vec<(Value, Value)> = ended
+        .received_by_upstream()
+        .into_iter()
+        .filter(|m| m.get("method").is_none())
+        .map(|m| (m["id"].clone(), m["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (json!("not-allowed"), json!(-32601)),
+            (json!("twice"), json!(-32600)),
+            (json!("r255"), json!(-32603)),
+        ],
+        "{}",
+        ended.stderr
+    );
+    let whys: Vec<Value> = journal(&audit)
+        .into_iter()
+        .filter(|r| r["kind"] == "wrap_dropped")
+        .map(|r| r["why"].clone())
+        .collect();
+    assert_eq!(
+        whys,
+        [
+            json!("request_not_allowed"),
+            json!("request_refused"),
+            json!("request_refused")
+        ]
+    );
+}
+
+/// An upstream that stops reading its stdin: the wrapper stops taking the
+/// client's input (its queue is full), yet the client's requests still time
+/// out, and the client's end of input is still seen, so the session ends.
+#[test]
+fn an_upstream_that_stops_reading_still_lets_requests_time_out_and_the_session_end() {
+    let dir = tempdir();
+    let policy = policy_file(dir.path(), "", "request_timeout_ms = 500");
+    let mut s = Session::start(
+        dir.path(),
+        &["--policy", policy.to_str().unwrap(), "--grace-ms", "2000"],
+        "deaf",
+        &[],
+    );
+    s.handshake();
+    s.tools(1);
+    let call = |id: &str, message: &str| {
+        format!(
+            "{}\n",
+            json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"message":message}}})
+        )
+    };
+    // More than the upstream's pipe holds, so the wrapper's writer blocks;
+    // then one small call per read until the wrapper stops taking input.
+    s.send_raw(call("a", &"x".repeat(200 * 1024)).as_bytes());
+    for id in ["b", "c", "d", "e", "f", "g", "h"] {
+        thread::sleep(Duration::from_millis(100));
+        s.send_raw(call(id, id).as_bytes());
+    }
+    let reply = s.answer(&json!("a"));
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    for id in ["i", "j"] {
+        s.send_raw(call(id, id).as_bytes());
+    }
+    let ended = s.end();
+    assert!(
+        ended.elapsed < Duration::from_secs(10),
+        "the end of input was seen after {:?}",
+        ended.elapsed
+    );
+    let answers = ended.answers();
+    let mut answered: Vec<String> = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32603)
+        .map(|a| a["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    answered.sort();
+    assert_eq!(
+        answered,
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"],
+        "{answers:?}\n{}",
+        ended.stderr
+    );
+    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+}
+
+/// An upstream answer longer than the frame cap answers its request with
+/// an error at once when the id leads the line; when the id comes after
+/// the oversized part it cannot be read, and the request times out.
+#[test]
+fn an_answer_over_the_frame_cap_answers_its_request_with_an_error() {
+    let dir = tempdir();
+    let policy = policy_file(dir.path(), "max_frame_bytes = 65536", "");
+    let mut s = Session::start(
+        dir.path(),
+        &["--policy", policy.to_str().unwrap()],
+        "huge-answer",
+        &[],
+    );
+    s.handshake();
+    s.tools(1);
+    let started = Instant::now();
+    let reply = s.call(json!("first"), "id-first");
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_frame_bytes"),
+        "{reply}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let ended = s.end();
+    assert_eq!(ended.status.code(), Some(0), "{}", ended.stderr);
+    ended.assert_clean();
+
+    let policy = policy_file(
+        dir.path(),
+        "max_frame_bytes = 65536",
+        "request_timeout_ms = 1000",
+    );
+    let mut s = Session::start(
+        dir.path(),
+        &["--policy", policy.to_str().unwrap()],
+        "huge-answer",
+        &[],
+    );
+    s.handshake();
+    s.tools(1);
+    let reply = s.call(json!("last"), "id-last");
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer"),
+        "{reply}"
+    );
+    s.end();
 }

@@ -1,7 +1,9 @@
 //! The `wrap_session` seed corpus goes deep: between them the seeds reach
 //! a forwarded call, denied calls (rug pull, schema), quarantined upstream
-//! lines, dropped responses, a timeout, a rug pull and an upstream crash —
-//! and each seed holds every property under both session policies.
+//! lines, dropped responses, a timeout, a rug pull, an upstream crash, a
+//! session draining after an invalid frame, a late answer to a cancelled
+//! request and upstream requests refused with an error — and each seed
+//! holds every property under both session policies.
 
 use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
@@ -64,4 +66,29 @@ fn an_upstream_crash_ends_the_session() {
     let r = seed("crash_mid_request");
     assert!(r.upstream_exited, "{r:?}");
     assert_eq!(r.counters.quarantined, 1);
+}
+
+#[test]
+fn an_invalid_frame_closes_only_once_the_upstream_has_answered_what_came_before() {
+    let r = seed("close_drains_then_answers");
+    assert_eq!(r.closed_on_invalid, Some(5), "{r:?}");
+    // initialize, ping, tools/list answered by the upstream, then the
+    // error frame for line 5.
+    assert_eq!(r.client_lines, 5, "{r:?}");
+    assert_eq!(r.counters.timeouts, 0);
+}
+
+#[test]
+fn a_late_answer_to_a_cancelled_request_is_dropped() {
+    let r = seed("cancelled_ask_answered_late");
+    assert_eq!(r.counters.late_answers, 1, "{r:?}");
+    // The second answer to the same id answers nothing.
+    assert_eq!(r.closed_on_invalid, Some(4));
+}
+
+#[test]
+fn upstream_requests_the_wrapper_refuses_are_answered() {
+    let r = seed("upstream_asks_badly");
+    assert_eq!(r.counters.dropped, 3, "{r:?}");
+    assert_eq!(r.closed_on_invalid, None);
 }

@@ -10,8 +10,14 @@
 //! ([`portcullis_gateway::session::error_reply`]): echo the id when it
 //! could be read and was never used; otherwise never `"id": null` (omit
 //! the id where the revision permits and only under `close`, else write
-//! nothing); never answer a notification or a response; under `close`,
-//! the first invalid frame ends the session.
+//! nothing); never answer a notification or a response. Under `close`, the
+//! first invalid frame stops the reading of client input and the session
+//! drains (see [`crate::session`]): its error frame is written last, after
+//! every request accepted before it is answered.
+//!
+//! A client answer to a request the upstream has cancelled is dropped and
+//! journaled, never refused: the cancellation and the answer cross on the
+//! wire, and clients answer what was cancelled.
 
 use portcullis_gateway::mcp::{self, McpRequest};
 use portcullis_gateway::session::error_reply;
@@ -21,8 +27,8 @@ use portcullis_wire::{ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage}
 use serde_json::{Map, Value};
 
 use crate::effect::{AuditRecord, Effect, End};
-use crate::encode::Message;
-use crate::session::{Asked, Pending, UPSTREAM_ERROR, Wrap, read_frame};
+use crate::encode::{Line, Message};
+use crate::session::{Asked, Draining, Pending, UPSTREAM_ERROR, Wrap, read_frame};
 
 /// Client requests forwarded whatever the policy says.
 pub const FORWARDED_REQUESTS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
@@ -42,7 +48,7 @@ impl Wrap {
         event: FrameEvent<'_>,
         effects: &mut Vec<Effect>,
     ) {
-        if self.closed {
+        if self.closed || self.draining.is_some() {
             return;
         }
         self.counters.client_frames += 1;
@@ -154,8 +160,8 @@ impl Wrap {
                         }));
                         if matches!(denial, crate::tools::Denial::Changed(_)) {
                             effects.push(Effect::Notice(format!(
-                                "denied a call to {:?}: the tool changed since it was pinned",
-                                call.name
+                                "denied a call to \"{}\": the tool changed since it was pinned",
+                                crate::tools::bounded_name(&call.name)
                             )));
                         }
                         let result = reply::call_tool(revision, &text, true);
@@ -188,6 +194,7 @@ impl Wrap {
                     .map(|(n, _)| *n);
                 if let Some(upstream_id) = found {
                     self.pending.remove(&upstream_id);
+                    self.ended_requests.insert(upstream_id);
                     let mut params = params.unwrap_or_default();
                     params.insert("requestId".into(), Value::from(upstream_id));
                     self.send_upstream(
@@ -270,6 +277,13 @@ impl Wrap {
             Id::Str(_) => None,
         };
         let Some(n) = upstream_id else {
+            if let Id::Int(n) = id
+                && self.cancelled_asks.take(*n)
+            {
+                self.counters.late_answers += 1;
+                effects.push(Effect::Audit(AuditRecord::LateAnswer { line }));
+                return;
+            }
             let reason = "a response that answers no request in flight";
             return self.refuse(line, mcp_rejection(frame, reason, None), effects);
         };
@@ -310,19 +324,64 @@ impl Wrap {
             fingerprint: rejection.fingerprint,
         }));
         let on_invalid = self.config.on_invalid;
-        if let Some((id, error)) = error_reply(&mut self.mcp, on_invalid, &rejection, None) {
-            let id = id.as_ref();
-            self.send_client(Message::Error { id, error: &error }, effects);
+        let reply = error_reply(&mut self.mcp, on_invalid, &rejection, None);
+        if on_invalid != OnInvalid::Close {
+            if let Some((id, error)) = reply {
+                self.send_client(
+                    Message::Error {
+                        id: id.as_ref(),
+                        error: &error,
+                    },
+                    effects,
+                );
+            }
+            return;
         }
-        if on_invalid == OnInvalid::Close {
-            let end = End::ClientInvalid {
-                line,
-                stage: rejection.stage,
-                code: rejection.code,
-                reason: rejection.reason,
-            };
-            self.close(end, effects);
+        let reply = reply.and_then(|(id, error)| {
+            Message::Error {
+                id: id.as_ref(),
+                error: &error,
+            }
+            .encode()
+        });
+        let end = End::ClientInvalid {
+            line,
+            stage: rejection.stage,
+            code: rejection.code,
+            reason: rejection.reason,
+        };
+        self.start_draining(line, reply, end, effects);
+    }
+
+    /// The invalid frame on `line` closes the session once what was
+    /// accepted before it is answered.
+    fn start_draining(
+        &mut self,
+        line: u64,
+        reply: Option<Line>,
+        end: End,
+        effects: &mut Vec<Effect>,
+    ) {
+        self.draining = Some(Draining {
+            reply,
+            end,
+            deadline: self.now.saturating_add(self.config.grace_ms),
+        });
+        // No client answer will be read any more: the upstream hears so
+        // now rather than waiting on one.
+        let asked = std::mem::take(&mut self.asked_client);
+        for id in asked.into_values() {
+            let message = "the client's session closed before it answered".to_owned();
+            self.error_to_upstream(&id, UPSTREAM_ERROR, message, effects);
         }
+        if !self.pending.is_empty() {
+            effects.push(Effect::Notice(format!(
+                "invalid client frame on line {line}: no more client input is read; waiting up to {} ms for the upstream to answer {} request(s) in flight",
+                self.config.grace_ms,
+                self.pending.len()
+            )));
+        }
+        self.settle_draining(effects);
     }
 }
 

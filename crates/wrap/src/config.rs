@@ -15,6 +15,10 @@ use crate::pin::Pins;
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 /// Tools a session pins or trusts at most.
 pub const DEFAULT_MAX_TOOLS: usize = 1024;
+/// After an invalid client frame (under `on_invalid = "close"`), how long
+/// the upstream has to answer the requests in flight, in milliseconds
+/// (`--grace-ms`).
+pub const DEFAULT_GRACE_MS: u64 = 5_000;
 /// The input schemas the tool gate keeps compiled total at most this many
 /// times `max_frame_bytes` (serialized): one complete `tools/list` is one
 /// frame, so every honest listing fits.
@@ -45,6 +49,10 @@ pub struct Config {
     pub max_in_flight: usize,
     /// Tools pinned or trusted at most.
     pub max_tools: usize,
+    /// After an invalid client frame under `on_invalid = "close"`, how long
+    /// the upstream has to answer the requests accepted before it, in
+    /// milliseconds.
+    pub grace_ms: u64,
 }
 
 impl Default for Config {
@@ -97,6 +105,7 @@ impl Config {
             pins,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_tools: DEFAULT_MAX_TOOLS,
+            grace_ms: DEFAULT_GRACE_MS,
         }
     }
 }

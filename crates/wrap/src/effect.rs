@@ -46,7 +46,9 @@ pub enum End {
     /// The client ended its input and the upstream answered everything.
     Finished,
     /// An invalid client frame closed the session (under `on_invalid =
-    /// "close"`); at most one error frame was written for it.
+    /// "close"`): nothing after it was read, the requests accepted before it
+    /// were answered (by the upstream, or with an error once the grace
+    /// period passed), then at most one error frame was written for it.
     ClientInvalid {
         /// 1-based client input line.
         line: u64,
@@ -69,14 +71,18 @@ pub enum End {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Dropped {
-    /// A response whose id matches no request in flight (never sent, already
-    /// answered, cancelled or timed out).
+    /// A response whose id matches no request in flight (never sent, or
+    /// already answered).
     UnmatchedResponse,
+    /// A response to a request that timed out or that the client cancelled:
+    /// expected of an honest upstream that was working on it.
+    LateResponse,
     /// An error response without an id.
     ErrorWithoutId,
     /// A request for a method the upstream may not send the client.
     RequestNotAllowed,
-    /// A request whose id is too long, already in flight, or one too many.
+    /// A request whose id is too long or already used, one too many in
+    /// flight, or sent while the session is closing.
     RequestRefused,
     /// A notification the client is not sent.
     NotificationNotAllowed,
@@ -87,6 +93,7 @@ impl Dropped {
     pub fn as_str(self) -> &'static str {
         match self {
             Dropped::UnmatchedResponse => "unmatched_response",
+            Dropped::LateResponse => "late_response",
             Dropped::ErrorWithoutId => "error_without_id",
             Dropped::RequestNotAllowed => "request_not_allowed",
             Dropped::RequestRefused => "request_refused",
@@ -145,6 +152,13 @@ pub enum AuditRecord {
         /// Its pin.
         pin: Pin,
     },
+    /// A client answer to a request the upstream had cancelled (clients
+    /// answer what was cancelled while their answer was on its way): dropped,
+    /// never forwarded, never a protocol violation.
+    LateAnswer {
+        /// Client input line.
+        line: u64,
+    },
     /// A pinned tool came back different: dropped from the list, calls denied.
     RugPull {
         /// The tool.
@@ -201,6 +215,9 @@ impl AuditRecord {
             AuditRecord::Dropped { line, why } => {
                 json!({"kind": "wrap_dropped", "upstream_line": line, "why": why.as_str()})
             }
+            AuditRecord::LateAnswer { line } => {
+                json!({"kind": "wrap_dropped", "line": line, "why": "answer_after_cancel"})
+            }
             AuditRecord::Pinned { tool, pin } => {
                 json!({"kind": "wrap_pinned", "tool": tool, "pin": pin.to_text()})
             }
@@ -237,6 +254,8 @@ pub struct Counters {
     pub quarantined: u64,
     /// Upstream messages dropped (unmatched responses and the like).
     pub dropped: u64,
+    /// Client answers to requests the upstream had cancelled, dropped.
+    pub late_answers: u64,
     /// Lines written to the client.
     pub to_client: u64,
     /// Rug pulls seen.

@@ -14,9 +14,18 @@
 //! holds at most [`Config::max_in_flight`] entries, so what the session
 //! keeps does not grow with its length. A response is forwarded only when
 //! its id is in the table, and the entry leaves with it: no request is
-//! answered twice, and nothing is answered that was not asked.
+//! answered twice, and nothing is answered that was not asked. The ids of
+//! requests that ended without their answer (timed out, cancelled) are
+//! remembered a while longer, as many as may be in flight, so the answer
+//! that was already on its way is told apart from one that answers nothing.
+//!
+//! Closing on an invalid client frame (under `on_invalid = "close"`) is a
+//! GOAWAY (RFC 9113 §6.8): the frame stops the reading of client input,
+//! and the session drains — what was accepted before it is still answered,
+//! by the upstream within [`Config::grace_ms`] or else with an error — before
+//! the error frame for the invalid one and the end.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use portcullis_gateway::id::IdMemory;
 use portcullis_gateway::mcp::{Revision, SessionState};
@@ -28,8 +37,9 @@ use serde_json::{Map, Value};
 
 use crate::config::Config;
 use crate::effect::{AuditRecord, Counters, Effect, End};
-use crate::encode::Message;
+use crate::encode::{Line, Message};
 use crate::tools::ToolTable;
+use crate::upstream::LinePrefix;
 
 /// The error code a request gets when the upstream cannot answer it
 /// (gone, too slow).
@@ -73,6 +83,63 @@ pub(crate) struct Pending {
     pub(crate) deadline: u64,
 }
 
+/// A session closing on an invalid client frame, waiting for the upstream
+/// to answer what was accepted before it.
+#[derive(Debug)]
+pub(crate) struct Draining {
+    /// The error frame for the invalid one, written last (none when its id
+    /// could not be echoed and may not be omitted).
+    pub(crate) reply: Option<Line>,
+    /// How the session ends once drained.
+    pub(crate) end: End,
+    /// When the upstream's time is up, in ms.
+    pub(crate) deadline: u64,
+}
+
+/// Integer ids of ours remembered after their request ended without its
+/// answer, oldest forgotten first: at most `capacity`, whatever the
+/// session's length.
+#[derive(Debug)]
+pub(crate) struct Recent {
+    ids: VecDeque<i64>,
+    capacity: usize,
+}
+
+impl Recent {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            ids: VecDeque::new(),
+            capacity,
+        }
+    }
+
+    pub(crate) fn insert(&mut self, id: i64) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.ids.len() >= self.capacity {
+            self.ids.pop_front();
+        }
+        self.ids.push_back(id);
+    }
+
+    /// Whether `id` was remembered; it is forgotten now (one late answer
+    /// per request).
+    pub(crate) fn take(&mut self, id: i64) -> bool {
+        match self.ids.iter().position(|n| *n == id) {
+            Some(at) => {
+                self.ids.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+}
+
 /// One wrap session's boundary.
 #[derive(Debug)]
 pub struct Wrap {
@@ -90,8 +157,18 @@ pub struct Wrap {
     /// (MCP), so a reused one would draw a second answer for one id.
     pub(crate) upstream_ids: IdMemory,
     pub(crate) next_client_id: i64,
+    /// Upstream ids of client requests that timed out or that the client
+    /// cancelled: the upstream's answer may still come, and is dropped.
+    pub(crate) ended_requests: Recent,
+    /// Client-facing ids of upstream requests the upstream cancelled: the
+    /// client's answer may still come, and is dropped.
+    pub(crate) cancelled_asks: Recent,
+    /// The first bytes of the upstream line being read, enough to read the
+    /// id of an answer that turns out longer than the frame cap.
+    pub(crate) upstream_prefix: LinePrefix,
     pub(crate) now: u64,
     pub(crate) client_ended: bool,
+    pub(crate) draining: Option<Draining>,
     pub(crate) closed: bool,
     pub(crate) counters: Counters,
 }
@@ -114,6 +191,9 @@ impl Wrap {
                     .max_frame_bytes
                     .saturating_mul(crate::config::SCHEMA_BYTES_PER_FRAME),
             ),
+            ended_requests: Recent::new(config.max_in_flight),
+            cancelled_asks: Recent::new(config.max_in_flight),
+            upstream_prefix: LinePrefix::default(),
             config,
             pending: BTreeMap::new(),
             next_upstream_id: 1,
@@ -121,16 +201,18 @@ impl Wrap {
             next_client_id: 1,
             now: 0,
             client_ended: false,
+            draining: None,
             closed: false,
             counters: Counters::default(),
         }
     }
 
     /// Bytes the client wrote (our stdin), in any chunking, at `now` ms.
+    /// Nothing is read after an invalid frame under `on_invalid = "close"`.
     pub fn from_client(&mut self, bytes: &[u8], now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
-        if !self.closed && !self.client_ended {
+        if !self.closed && !self.client_ended && self.draining.is_none() {
             let mut reader = std::mem::replace(&mut self.client_reader, FrameReader::new(0));
             reader.feed(bytes, |line, event| {
                 self.client_event(line, event, &mut effects);
@@ -146,10 +228,26 @@ impl Wrap {
         let mut effects = Vec::new();
         if !self.closed {
             let mut reader = std::mem::replace(&mut self.upstream_reader, FrameReader::new(0));
-            reader.feed(bytes, |line, event| {
-                self.upstream_event(line, event, &mut effects);
-            });
+            // One line's bytes at a time, so that when the reader refuses a
+            // line as over-long, `upstream_prefix` holds that line's start.
+            let mut rest = bytes;
+            while !rest.is_empty() {
+                let end = rest
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map_or(rest.len(), |at| at + 1);
+                let (segment, after) = rest.split_at(end);
+                self.upstream_prefix.extend(segment);
+                reader.feed(segment, |line, event| {
+                    self.upstream_event(line, event, &mut effects);
+                });
+                if segment.ends_with(b"\n") {
+                    self.upstream_prefix.clear();
+                }
+                rest = after;
+            }
             self.upstream_reader = reader;
+            self.settle_draining(&mut effects);
         }
         effects
     }
@@ -160,7 +258,7 @@ impl Wrap {
     pub fn client_eof(&mut self, now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
-        if self.closed || self.client_ended {
+        if self.closed || self.client_ended || self.draining.is_some() {
             return effects;
         }
         let mut reader = std::mem::replace(&mut self.client_reader, FrameReader::new(0));
@@ -181,6 +279,8 @@ impl Wrap {
         if self.closed {
             return effects;
         }
+        // A last line without its newline is truncated, never over-long.
+        self.upstream_prefix.clear();
         let mut reader = std::mem::replace(&mut self.upstream_reader, FrameReader::new(0));
         reader.finish(|line, event| self.upstream_event(line, event, &mut effects));
         self.upstream_reader = reader;
@@ -198,6 +298,10 @@ impl Wrap {
         }
         self.asked_client.clear();
         effects.push(Effect::Audit(AuditRecord::UpstreamExited { unanswered }));
+        if let Some(draining) = self.draining.take() {
+            self.end_draining(draining, &mut effects);
+            return effects;
+        }
         let end = if self.client_ended && unanswered == 0 {
             End::Finished
         } else {
@@ -237,16 +341,39 @@ impl Wrap {
             );
             self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
             self.cancel_upstream(upstream_id, "timed out", &mut effects);
+            self.ended_requests.insert(upstream_id);
         }
+        if self
+            .draining
+            .as_ref()
+            .is_some_and(|d| d.deadline <= self.now)
+        {
+            let pending = std::mem::take(&mut self.pending);
+            for (upstream_id, p) in pending {
+                let message = format!(
+                    "the session closed on an invalid client frame before the upstream server answered {}",
+                    portcullis_wire::strict_json::display_name(&p.method)
+                );
+                self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
+                self.cancel_upstream(upstream_id, "the session is closing", &mut effects);
+            }
+        }
+        self.settle_draining(&mut effects);
         effects
     }
 
-    /// The earliest deadline of a request in flight, in ms.
+    /// The earliest deadline of a request in flight, or of the grace period
+    /// of a closing session, in ms.
     pub fn next_deadline(&self) -> Option<u64> {
         if self.closed {
             return None;
         }
-        self.pending.values().map(|p| p.deadline).min()
+        let drained_by = self.draining.as_ref().map(|d| d.deadline);
+        self.pending
+            .values()
+            .map(|p| p.deadline)
+            .chain(drained_by)
+            .min()
     }
 
     /// What the session counted.
@@ -257,6 +384,12 @@ impl Wrap {
     /// Whether the session is over.
     pub fn is_closed(&self) -> bool {
         self.closed
+    }
+
+    /// Whether the session is closing on an invalid client frame: no client
+    /// input is read, the requests accepted before it are being answered.
+    pub fn is_draining(&self) -> bool {
+        self.draining.is_some() && !self.closed
     }
 
     /// Client requests waiting for the upstream.
@@ -281,9 +414,13 @@ impl Wrap {
         self.tools.schema_bytes()
     }
 
-    /// Entries in the two id tables (each at most `max_in_flight`).
+    /// Entries in the two id tables and the two memories of requests that
+    /// ended without their answer (each at most `max_in_flight`).
     pub fn id_entries(&self) -> usize {
-        self.pending.len() + self.asked_client.len()
+        self.pending.len()
+            + self.asked_client.len()
+            + self.ended_requests.len()
+            + self.cancelled_asks.len()
     }
 
     pub(crate) fn send_client(&mut self, message: Message<'_>, effects: &mut Vec<Effect>) {
@@ -325,6 +462,49 @@ impl Wrap {
             data: None,
         };
         self.send_client(Message::Error { id, error: &error }, effects);
+    }
+
+    pub(crate) fn error_to_upstream(
+        &mut self,
+        id: &Id,
+        code: i64,
+        message: String,
+        effects: &mut Vec<Effect>,
+    ) {
+        let error = ErrorObject {
+            code,
+            message,
+            data: None,
+        };
+        self.send_upstream(
+            Message::Error {
+                id: Some(id),
+                error: &error,
+            },
+            effects,
+        );
+    }
+
+    /// Once a closing session has nothing left in flight, it ends.
+    pub(crate) fn settle_draining(&mut self, effects: &mut Vec<Effect>) {
+        if self.closed || !self.pending.is_empty() {
+            return;
+        }
+        if let Some(draining) = self.draining.take() {
+            self.end_draining(draining, effects);
+        }
+    }
+
+    /// The last steps of a closing session: the error frame for the invalid
+    /// frame, then the end.
+    fn end_draining(&mut self, draining: Draining, effects: &mut Vec<Effect>) {
+        if let Some(line) = draining.reply
+            && !self.closed
+        {
+            self.counters.to_client += 1;
+            effects.push(Effect::ToClient(line));
+        }
+        self.close(draining.end, effects);
     }
 
     pub(crate) fn cancel_upstream(

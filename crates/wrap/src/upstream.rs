@@ -7,9 +7,20 @@
 //! notification is forwarded when the client may receive it. What the
 //! client receives is the canonical encoding of the parsed message, with
 //! the tools a `tools/list` answer may show (see [`crate::tools`]).
+//!
+//! Every request the upstream sends is answered once: by the client, or
+//! by the wrapper with an error when it refuses to forward it (a method the
+//! upstream may not ask, an id too long or already used, one request past
+//! the in-flight cap, a session that is closing) — the refusal is counted
+//! and journaled as well. An answer longer than the frame cap is refused
+//! like any over-long line, and when the id of a request in flight can be
+//! read from its first bytes, that request is answered with an error at
+//! once rather than when its time runs out.
 
 use portcullis_gateway::id::Remember;
 use portcullis_gateway::mcp::cancelled_request;
+use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
+use portcullis_wire::strict_json::display_name;
 use portcullis_wire::{ErrorObject, FrameEvent, Id, Object, RpcMessage, Stage};
 use serde_json::{Map, Value};
 
@@ -38,6 +49,108 @@ pub const UPSTREAM_NOTIFICATIONS: [&str; 8] = [
     "notifications/elicitation/complete",
 ];
 
+/// Bytes of an upstream line kept to read the id of an over-long answer:
+/// room for `{"jsonrpc": "2.0", "id": <any integer id>, "result"` with
+/// generous spacing (the ids the upstream answers are ours, integers).
+pub const PREFIX_BYTES: usize = 256;
+
+/// The first [`PREFIX_BYTES`] bytes of the upstream line being read, and
+/// how long the line is so far.
+#[derive(Debug, Default)]
+pub(crate) struct LinePrefix {
+    bytes: Vec<u8>,
+    seen: usize,
+}
+
+impl LinePrefix {
+    pub(crate) fn extend(&mut self, segment: &[u8]) {
+        let body = segment.strip_suffix(b"\n").unwrap_or(segment);
+        let room = PREFIX_BYTES.saturating_sub(self.bytes.len());
+        self.bytes.extend_from_slice(&body[..room.min(body.len())]);
+        self.seen = self.seen.saturating_add(body.len());
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.seen = 0;
+    }
+}
+
+/// The id of the response a line starts as, read from its first bytes:
+/// `{`, then members in any order of which only `jsonrpc` (a plain string)
+/// and one integer `id` may come before `result` or `error`. Anything else
+/// (a request, a string id, the id after the result, escapes, a prefix too
+/// short) is `None`: only an id that is surely a response's is read.
+pub fn leading_response_id(prefix: &[u8]) -> Option<i64> {
+    let mut at = 0;
+    let skip_space = |at: &mut usize| {
+        while prefix
+            .get(*at)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            *at += 1;
+        }
+    };
+    let plain_string = |at: &mut usize| -> Option<&[u8]> {
+        if prefix.get(*at) != Some(&b'"') {
+            return None;
+        }
+        let start = *at + 1;
+        let len = prefix.get(start..)?.iter().position(|&b| b == b'"')?;
+        let text = &prefix[start..start + len];
+        if text.iter().any(|&b| b == b'\\' || b < 0x20) {
+            return None;
+        }
+        *at = start + len + 1;
+        Some(text)
+    };
+    skip_space(&mut at);
+    if prefix.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    let mut id = None;
+    loop {
+        skip_space(&mut at);
+        let key = plain_string(&mut at)?;
+        skip_space(&mut at);
+        if prefix.get(at) != Some(&b':') {
+            return None;
+        }
+        at += 1;
+        skip_space(&mut at);
+        match key {
+            b"jsonrpc" => {
+                plain_string(&mut at)?;
+            }
+            b"id" if id.is_none() => {
+                let start = at;
+                if prefix.get(at) == Some(&b'-') {
+                    at += 1;
+                }
+                let digits = prefix
+                    .get(at..)?
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+                if digits == 0 || digits > 16 || (digits > 1 && prefix[at] == b'0') {
+                    return None;
+                }
+                at += digits;
+                let text = std::str::from_utf8(&prefix[start..at]).ok()?;
+                id = Some(text.parse::<i64>().ok()?);
+            }
+            b"result" | b"error" => return id,
+            _ => return None,
+        }
+        skip_space(&mut at);
+        if prefix.get(at) != Some(&b',') {
+            return None;
+        }
+        at += 1;
+    }
+}
+
 impl Wrap {
     pub(crate) fn upstream_event(
         &mut self,
@@ -52,9 +165,34 @@ impl Wrap {
         match read_frame(event, &self.config.limits) {
             Ok((frame, message)) => self.upstream_message(line, frame, message, effects),
             Err((frame, r)) => {
+                let over_long = r.stage == Stage::Framing
+                    && self.upstream_prefix.seen > self.config.limits.max_frame_bytes;
                 self.quarantine(line, r.stage, r.reason, frame, r.fingerprint, effects);
+                if over_long {
+                    self.over_long_answer(effects);
+                }
             }
         }
+    }
+
+    /// An upstream line over the frame cap: when it starts as the answer to
+    /// a request in flight, that request is answered with an error now (the
+    /// rest of the line is discarded unread).
+    fn over_long_answer(&mut self, effects: &mut Vec<Effect>) {
+        let Some(upstream_id) = leading_response_id(&self.upstream_prefix.bytes) else {
+            return;
+        };
+        let Some(p) = self.pending.remove(&upstream_id) else {
+            return;
+        };
+        let max = self.config.limits.max_frame_bytes;
+        let method = display_name(&p.method);
+        effects.push(Effect::Notice(format!(
+            "the upstream's answer to {method} exceeds max_frame_bytes ({max}); the client gets an error instead"
+        )));
+        let message =
+            format!("the upstream server's answer to {method} exceeds max_frame_bytes ({max})");
+        self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, effects);
     }
 
     fn upstream_message(
@@ -99,7 +237,13 @@ impl Wrap {
             Id::Int(n) => self.pending.remove(n),
             Id::Str(_) => None,
         }) else {
-            return self.drop_message(line, Dropped::UnmatchedResponse, effects);
+            let late = matches!(id, Id::Int(n) if self.ended_requests.take(*n));
+            let why = if late {
+                Dropped::LateResponse
+            } else {
+                Dropped::UnmatchedResponse
+            };
+            return self.drop_message(line, why, effects);
         };
         let client_id = pending.client_id;
         let result = match answer {
@@ -135,7 +279,8 @@ impl Wrap {
                         if let AuditRecord::RugPull { tool, .. } = &record {
                             self.counters.rug_pulls += 1;
                             effects.push(Effect::Notice(format!(
-                                "rug pull: tool {tool:?} changed since it was pinned; withheld from the client and its calls are denied"
+                                "rug pull: tool \"{}\" changed since it was pinned; withheld from the client and its calls are denied",
+                                crate::tools::bounded_name(tool)
                             )));
                         }
                         effects.push(Effect::Audit(record));
@@ -185,17 +330,41 @@ impl Wrap {
         effects: &mut Vec<Effect>,
     ) {
         if !UPSTREAM_REQUESTS.contains(&method) {
-            return self.drop_message(line, Dropped::RequestNotAllowed, effects);
+            self.drop_message(line, Dropped::RequestNotAllowed, effects);
+            let message = format!("method not found: {}", display_name(method));
+            return self.error_to_upstream(&id, METHOD_NOT_FOUND, message, effects);
         }
-        let too_long = matches!(&id, Id::Str(s) if s.len() > self.config.max_id_bytes);
+        let max_id = self.config.max_id_bytes;
+        let max_in_flight = self.config.max_in_flight;
         // The id is remembered only for a request that is otherwise taken;
         // every id ever taken, not only those in flight: one answered
         // earlier, used again, would be answered twice.
-        if too_long
-            || self.asked_client.len() >= self.config.max_in_flight
-            || self.upstream_ids.remember(&id) != Remember::Fresh
-        {
-            return self.drop_message(line, Dropped::RequestRefused, effects);
+        let refusal = if self.draining.is_some() {
+            Some((UPSTREAM_ERROR, "the client's session is closing".to_owned()))
+        } else if matches!(&id, Id::Str(s) if s.len() > max_id) {
+            let message = format!("request id longer than max_id_bytes ({max_id})");
+            Some((INVALID_REQUEST, message))
+        } else if self.asked_client.len() >= max_in_flight {
+            let message = format!(
+                "too many requests in flight to the client (at most {max_in_flight}); wait for answers"
+            );
+            Some((UPSTREAM_ERROR, message))
+        } else {
+            match self.upstream_ids.remember(&id) {
+                Remember::Fresh => None,
+                Remember::Reused => Some((
+                    INVALID_REQUEST,
+                    "request id already used in this session".to_owned(),
+                )),
+                Remember::Full => Some((
+                    UPSTREAM_ERROR,
+                    "too many request ids in this session".to_owned(),
+                )),
+            }
+        };
+        if let Some((code, message)) = refusal {
+            self.drop_message(line, Dropped::RequestRefused, effects);
+            return self.error_to_upstream(&id, code, message, effects);
         }
         let ours = self.next_client_id;
         self.next_client_id += 1;
@@ -232,6 +401,7 @@ impl Wrap {
                 return self.drop_message(line, Dropped::NotificationNotAllowed, effects);
             };
             self.asked_client.remove(&ours);
+            self.cancelled_asks.insert(ours);
             let mut params = params.map(Object::into_map).unwrap_or_default();
             params.insert("requestId".into(), Value::from(ours));
             return self.send_client(

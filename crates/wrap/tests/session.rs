@@ -594,8 +594,347 @@ fn an_upstream_request_reusing_an_answered_id_is_dropped() {
         shown,
         "the reused id never reaches the client"
     );
+    assert_eq!(s.last_upstream()["error"]["code"], -32600, "it is refused");
     // A fresh id still does.
     s.upstream(r#"{"jsonrpc":"2.0","id":3,"method":"roots/list"}"#);
     assert_eq!(s.seen.client.len(), shown + 1);
     assert_eq!(s.last_client()["id"], 2);
+}
+
+/// The error frame the client gets when `line` is refused without an id.
+fn is_error_without_id(line: &Value) -> bool {
+    line.get("id").is_none() && line.get("error").is_some()
+}
+
+fn upstream_id_of(s: &Session, method: &str) -> Value {
+    s.seen
+        .upstream
+        .iter()
+        .rev()
+        .find(|m| m["method"] == method)
+        .unwrap_or_else(|| panic!("{method} reached the upstream"))["id"]
+        .clone()
+}
+
+/// Under `on_invalid = "close"` an invalid frame is a GOAWAY: nothing after
+/// it is read, what was accepted before it is forwarded and answered (by the
+/// upstream, or with an error when the grace period ends), and its own
+/// error frame comes last.
+#[test]
+fn an_invalid_frame_drains_what_was_accepted_before_it_and_is_answered_last() {
+    let config = Config {
+        grace_ms: 1000,
+        ..Config::default()
+    };
+    let mut s = Session::new(config);
+    s.handshake();
+    s.upstream(r#"{"jsonrpc":"2.0","id":"ask","method":"roots/list"}"#);
+    let sent = s.seen.upstream.len();
+    s.seen.take(s.wrap.from_client(
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/list\"}\n{oops\n{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":\"ping\"}\n",
+        100,
+    ));
+    let methods: Vec<&Value> = s.seen.upstream[sent..]
+        .iter()
+        .map(|m| &m["method"])
+        .collect();
+    assert_eq!(
+        methods,
+        [&json!("ping"), &json!("tools/list"), &Value::Null]
+    );
+    assert_eq!(
+        s.last_upstream(),
+        &json!({"jsonrpc":"2.0","id":"ask","error":{"code":-32603,"message":"the client's session closed before it answered"}}),
+        "the upstream's request the client can no longer answer"
+    );
+    assert_eq!(s.seen.end, None, "two requests in flight");
+    assert!(s.wrap.is_draining());
+    assert_eq!(s.wrap.next_deadline(), Some(1100));
+    s.seen.take(s.wrap.from_client(
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"ping\"}\n",
+        200,
+    ));
+    s.seen.take(s.wrap.client_eof(200));
+    assert!(
+        !s.seen.end_input,
+        "the upstream's input stays open while it answers"
+    );
+    let ping = upstream_id_of(&s, "ping");
+    s.upstream(&json!({"jsonrpc":"2.0","id":ping,"result":{}}).to_string());
+    assert_eq!(s.last_client()["id"], "a");
+    s.seen.take(s.wrap.tick(1099));
+    assert_eq!(s.seen.end, None);
+    s.seen.take(s.wrap.tick(1100));
+    let tail: Vec<&Value> = s.seen.client[s.seen.client.len() - 2..].iter().collect();
+    assert_eq!(tail[0]["id"], "b");
+    assert_eq!(tail[0]["error"]["code"], -32603);
+    assert!(is_error_without_id(tail[1]), "{:?}", tail[1]);
+    assert_eq!(tail[1]["error"]["code"], -32700);
+    assert_eq!(s.last_upstream()["method"], "notifications/cancelled");
+    assert!(matches!(
+        s.seen.end,
+        Some(End::ClientInvalid { line: 5, .. })
+    ));
+    let answered: Vec<&Value> = s.seen.client.iter().filter_map(|m| m.get("id")).collect();
+    assert!(
+        !answered.contains(&&json!("c")) && !answered.contains(&&json!("d")),
+        "nothing after the invalid frame is acted on"
+    );
+}
+
+#[test]
+fn a_closing_session_ends_as_soon_as_the_upstream_has_answered_everything() {
+    let mut s = Session::new(Config::default());
+    s.handshake();
+    s.client(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#)
+        .client(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#);
+    assert_eq!(
+        s.seen.end, None,
+        "the reused id closes only after the first is answered"
+    );
+    let ping = upstream_id_of(&s, "ping");
+    s.upstream(&json!({"jsonrpc":"2.0","id":ping,"result":{}}).to_string());
+    let n = s.seen.client.len();
+    assert_eq!(s.seen.client[n - 2]["id"], "a");
+    assert!(is_error_without_id(&s.seen.client[n - 1]));
+    assert!(matches!(
+        s.seen.end,
+        Some(End::ClientInvalid { line: 4, .. })
+    ));
+}
+
+#[test]
+fn an_upstream_that_exits_while_the_session_closes_still_ends_it_as_closed_on_the_frame() {
+    let mut s = Session::new(Config::default());
+    s.handshake();
+    s.client(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#)
+        .client("[]");
+    s.seen.take(s.wrap.upstream_eof(0));
+    let n = s.seen.client.len();
+    assert_eq!(s.seen.client[n - 2]["id"], "a");
+    assert_eq!(s.seen.client[n - 2]["error"]["code"], -32603);
+    assert!(is_error_without_id(&s.seen.client[n - 1]));
+    assert!(matches!(
+        s.seen.end,
+        Some(End::ClientInvalid { line: 4, .. })
+    ));
+}
+
+/// The upstream cancels a request it sent the client; the client's answer
+/// was already on its way (the Python SDK 1.x answers every cancelled
+/// request). It is dropped and journaled, never refused; a second answer
+/// to the same id still answers nothing and is refused.
+#[test]
+fn a_client_answer_to_a_request_the_upstream_cancelled_is_dropped_not_refused() {
+    for method in ["elicitation/create", "sampling/createMessage", "roots/list"] {
+        let mut s = Session::new(Config::default());
+        s.handshake();
+        s.upstream(&json!({"jsonrpc":"2.0","id":"e1","method":method,"params":{}}).to_string());
+        assert_eq!(s.last_client()["id"], 1);
+        s.upstream(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"e1"}}"#,
+        );
+        assert_eq!(s.last_client()["params"]["requestId"], 1);
+        let sent = s.seen.upstream.len();
+        s.client(r#"{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}"#);
+        assert_eq!(
+            s.seen.end, None,
+            "{method}: the late answer closed the session"
+        );
+        assert_eq!(
+            s.seen.upstream.len(),
+            sent,
+            "{method}: the upstream cancelled it"
+        );
+        assert!(
+            s.seen
+                .audit
+                .iter()
+                .any(|r| matches!(r, AuditRecord::LateAnswer { line: 3 })),
+            "{method}: {:?}",
+            s.seen.audit
+        );
+        assert_eq!(
+            AuditRecord::LateAnswer { line: 3 }.to_json()["why"],
+            "answer_after_cancel"
+        );
+        assert_eq!(s.wrap.counters().late_answers, 1);
+        assert_eq!(s.wrap.counters().client_rejected, 0);
+        s.client(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert!(
+            matches!(s.seen.end, Some(End::ClientInvalid { line: 4, .. })),
+            "{method}: a second answer answers nothing"
+        );
+    }
+}
+
+/// The memory of cancelled requests is bounded: at most as many as may be
+/// in flight, the oldest forgotten first.
+#[test]
+fn the_memory_of_cancelled_requests_is_bounded() {
+    let config = Config {
+        max_in_flight: 2,
+        ..Config::default()
+    };
+    let mut s = Session::new(config);
+    s.handshake();
+    for n in 0..5 {
+        s.upstream(&json!({"jsonrpc":"2.0","id":n,"method":"roots/list"}).to_string());
+        s.upstream(
+            &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":n}})
+                .to_string(),
+        );
+        assert!(s.wrap.id_entries() <= 4, "{}", s.wrap.id_entries());
+    }
+    s.client(r#"{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}"#)
+        .client(r#"{"jsonrpc":"2.0","id":4,"result":{"roots":[]}}"#);
+    assert_eq!(s.wrap.counters().late_answers, 2);
+    assert_eq!(s.seen.end, None);
+    s.client(r#"{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}"#);
+    assert!(
+        matches!(s.seen.end, Some(End::ClientInvalid { .. })),
+        "forgotten"
+    );
+}
+
+/// The upstream's answer after a timeout or the client's cancellation was
+/// on its way: dropped, journaled as late, not as unmatched.
+#[test]
+fn an_upstream_answer_after_a_timeout_or_a_cancellation_is_dropped_as_late() {
+    let config = Config {
+        request_timeout_ms: 1000,
+        ..Config::default()
+    };
+    let mut s = Session::new(config);
+    s.handshake();
+    s.client(r#"{"jsonrpc":"2.0","id":"slow","method":"ping"}"#)
+        .client(r#"{"jsonrpc":"2.0","id":"gone","method":"ping"}"#)
+        .client(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"gone"}}"#,
+        );
+    s.seen.take(s.wrap.tick(1000));
+    let answered = s.seen.client.len();
+    s.upstream(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+    assert_eq!(s.seen.client.len(), answered);
+    let drops: Vec<Dropped> = s
+        .seen
+        .audit
+        .iter()
+        .filter_map(|r| match r {
+            AuditRecord::Dropped { why, .. } => Some(*why),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        drops,
+        [
+            Dropped::LateResponse,
+            Dropped::LateResponse,
+            Dropped::UnmatchedResponse
+        ]
+    );
+}
+
+/// Every request of the upstream is answered once: one the wrapper will
+/// not forward gets an error (and is still counted and journaled).
+#[test]
+fn upstream_requests_the_wrapper_refuses_are_answered_with_an_error() {
+    let config = Config {
+        max_in_flight: 2,
+        max_id_bytes: 8,
+        ..Config::default()
+    };
+    let mut s = Session::new(config);
+    s.handshake();
+    let shown = s.seen.client.len();
+    s.upstream(r#"{"jsonrpc":"2.0","id":"x","method":"resources/subscribe"}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":"much-too-long","method":"roots/list"}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{}}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":"f","method":"roots/list"}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":"g","method":"roots/list"}"#);
+    assert_eq!(
+        s.seen.client.len(),
+        shown + 2,
+        "the first elicitation and f"
+    );
+    let answers: Vec<(Value, Value)> = s
+        .seen
+        .upstream
+        .iter()
+        .filter(|m| m.get("error").is_some())
+        .map(|m| (m["id"].clone(), m["error"]["code"].clone()))
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (json!("x"), json!(-32601)),
+            (json!("much-too-long"), json!(-32600)),
+            (json!("e"), json!(-32600)),
+            (json!("g"), json!(-32603)),
+        ]
+    );
+    assert_eq!(s.wrap.counters().dropped, 4);
+    // Once a slot is free, the refused id may be used: it was never taken.
+    s.client(r#"{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}"#);
+    s.upstream(r#"{"jsonrpc":"2.0","id":"g","method":"roots/list"}"#);
+    assert_eq!(s.last_client()["method"], "roots/list");
+}
+
+/// An upstream answer longer than the frame cap answers its request with an
+/// error as soon as the line crosses the cap, when its first bytes name a
+/// request in flight; otherwise the request waits for its time limit.
+#[test]
+fn an_answer_over_the_frame_cap_answers_its_request_at_once_when_its_id_leads() {
+    let mut config = Config::default();
+    config.limits.max_frame_bytes = 512;
+    let mut s = Session::new(config);
+    s.handshake();
+    s.client(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#)
+        .client(r#"{"jsonrpc":"2.0","id":"b","method":"ping"}"#);
+    let pad = "x".repeat(600);
+    let answered = s.seen.client.len();
+    // The id after the oversized part: unreadable, the request waits.
+    let line = format!(r#"{{"result": {{"pad": "{pad}"}}, "id": 3, "jsonrpc": "2.0"}}"#);
+    s.upstream(&line);
+    assert_eq!(s.seen.client.len(), answered);
+    assert_eq!(s.wrap.in_flight(), 2);
+    // The id first, spread over chunks: answered when the cap is crossed.
+    let line = format!(r#"{{"jsonrpc": "2.0", "id": 2, "result": {{"pad": "{pad}"}}}}"#);
+    let (head, tail) = line.as_bytes().split_at(30);
+    s.seen.take(s.wrap.from_upstream(head, 0));
+    assert_eq!(s.seen.client.len(), answered);
+    s.seen.take(s.wrap.from_upstream(tail, 0));
+    assert_eq!(s.last_client()["id"], "a");
+    assert_eq!(s.last_client()["error"]["code"], -32603);
+    assert!(
+        s.last_client()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_frame_bytes (512)")
+    );
+    s.seen.take(s.wrap.from_upstream(b"\n", 0));
+    assert_eq!(s.seen.quarantined.len(), 2);
+    assert_eq!(s.wrap.in_flight(), 1);
+}
+
+#[test]
+fn the_id_of_an_over_long_answer_is_read_only_where_it_surely_is_one() {
+    use portcullis_wrap::upstream::leading_response_id as id;
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":7,"result":{"x""#), Some(7));
+    assert_eq!(
+        id(br#" { "id" : -3 , "jsonrpc" : "2.0" , "error" : "#),
+        Some(-3)
+    );
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":7,"method":"x","#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":"7","result":{"#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":7,"id":8,"result":{"#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":07,"result":{"#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":7.5,"result":{"#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":7e1,"result":{"#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2\u002e0","id":7,"result":{"#), None);
+    assert_eq!(id(br#"{"result":{"x":1},"id":7"#), None);
+    assert_eq!(id(br#"{"jsonrpc":"2.0","id":7"#), None);
 }

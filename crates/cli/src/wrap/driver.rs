@@ -18,6 +18,12 @@ use super::upstream::{TERM_WAIT, Upstream};
 use super::{EXIT_CLOSED, EXIT_FINISHED, EXIT_STDOUT, EXIT_UPSTREAM};
 use crate::stdio::FrameWriter;
 
+/// Bytes of lines for the upstream that its own output may add to the
+/// backlog (error answers to the requests the wrapper refuses): past it, an
+/// upstream that writes requests without reading its input loses those
+/// answers rather than growing our memory.
+const UPSTREAM_CAUSED_BACKLOG_BYTES: usize = 1 << 20;
+
 pub struct Driver {
     pub wrap: Wrap,
     pub writer: FrameWriter,
@@ -27,8 +33,17 @@ pub struct Driver {
     /// Lines for the upstream that did not fit its queue. The core never
     /// blocks on the upstream (which may be blocked writing to us): while
     /// this holds anything, no client chunk is taken (its credit is
-    /// withheld), so it holds at most what one chunk produced.
+    /// withheld), so it holds at most what the chunks read ahead produced,
+    /// what a hung-up client left in its pipe, the cancellations of
+    /// requests that timed out meanwhile and
+    /// [`UPSTREAM_CAUSED_BACKLOG_BYTES`] of answers to the upstream.
     pub backlog: VecDeque<Vec<u8>>,
+    /// Bytes in `backlog`.
+    pub backlog_bytes: usize,
+    /// Effects being carried out come from the upstream's output.
+    pub upstream_caused: bool,
+    /// Answers to refused upstream requests dropped for want of room.
+    pub upstream_answers_dropped: u64,
     pub withheld_credits: usize,
     /// The client's input ended: close the upstream's stdin once the
     /// backlog is written.
@@ -76,15 +91,19 @@ impl Driver {
             let effects = self.wrap.tick(self.now_ms());
             self.carry_out(effects);
         };
-        // Nothing more goes to the upstream; it gets its grace period,
-        // then SIGTERM, then SIGKILL (at once after a signal).
-        self.to_upstream = None;
+        // What is queued for the upstream still reaches it, then nothing
+        // more does; within its grace period it gets that and the time to
+        // exit, then SIGTERM, then SIGKILL (at once after a signal).
         let grace = if code > 128 {
             Duration::ZERO
         } else {
             self.grace
         };
-        self.upstream.end(grace);
+        let until = Instant::now() + grace;
+        self.deliver_backlog(events, until);
+        self.to_upstream = None;
+        self.upstream
+            .end(until.saturating_duration_since(Instant::now()));
         if let Some(journal) = &mut self.journal {
             journal.sync();
         }
@@ -99,6 +118,8 @@ impl Driver {
             dropped = c.dropped,
             rug_pulls = c.rug_pulls,
             timeouts = c.timeouts,
+            late_answers = c.late_answers,
+            upstream_answers_dropped = self.upstream_answers_dropped,
             "wrap session over"
         );
         code
@@ -161,7 +182,9 @@ impl Driver {
             }
             Event::Upstream(bytes) => {
                 let effects = self.wrap.from_upstream(&bytes, now);
+                self.upstream_caused = true;
                 self.carry_out(effects);
+                self.upstream_caused = false;
                 let _ = self.upstream_credits.try_send(());
             }
             Event::UpstreamEof => {
@@ -180,24 +203,49 @@ impl Driver {
         }
     }
 
+    /// After the session's end, hand the lines still in the backlog to the
+    /// upstream's writer as it takes them, until `until`.
+    fn deliver_backlog(&mut self, events: &Receiver<Event>, until: Instant) {
+        while !self.backlog.is_empty() && self.to_upstream.is_some() {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match events.recv_timeout(left) {
+                Ok(Event::UpstreamWrote) => self.flush_backlog(),
+                Ok(Event::Upstream(_)) => {
+                    let _ = self.upstream_credits.try_send(());
+                }
+                Ok(Event::Client(_) | Event::ClientEof) => {}
+                Ok(Event::UpstreamStdinClosed | Event::UpstreamEof | Event::Signal(_)) | Err(_) => {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Move backlog lines into the upstream's queue while there is room;
     /// once empty, hand back the withheld client credits (and close the
     /// upstream's stdin if the client's input ended).
     fn flush_backlog(&mut self) {
         while let Some(line) = self.backlog.pop_front() {
+            self.backlog_bytes -= line.len();
             let Some(tx) = &self.to_upstream else {
                 self.backlog.clear();
+                self.backlog_bytes = 0;
                 break;
             };
             match tx.try_send(line) {
                 Ok(()) => {}
                 Err(TrySendError::Full(line)) => {
+                    self.backlog_bytes += line.len();
                     self.backlog.push_front(line);
                     return;
                 }
                 Err(TrySendError::Disconnected(_)) => {
                     self.to_upstream = None;
                     self.backlog.clear();
+                    self.backlog_bytes = 0;
                 }
             }
         }
@@ -219,7 +267,20 @@ impl Driver {
                     }
                 }
                 Effect::ToUpstream(line) => {
-                    self.backlog.push_back(line.into_bytes());
+                    let line = line.into_bytes();
+                    if self.upstream_caused
+                        && self.backlog_bytes + line.len() > UPSTREAM_CAUSED_BACKLOG_BYTES
+                    {
+                        self.upstream_answers_dropped += 1;
+                        if self.upstream_answers_dropped == 1 {
+                            tracing::warn!(
+                                "the upstream writes requests without reading its input; the answers to those the wrapper refuses are dropped from now on"
+                            );
+                        }
+                        continue;
+                    }
+                    self.backlog_bytes += line.len();
+                    self.backlog.push_back(line);
                     self.flush_backlog();
                 }
                 Effect::Quarantine(q) => tracing::warn!(
@@ -229,7 +290,7 @@ impl Driver {
                     "quarantined upstream stdout line (not forwarded)"
                 ),
                 Effect::Audit(record) => {
-                    tracing::debug!(record = %record.to_json(), "audit");
+                    tracing::debug!(record = %super::journal::bounded(&record), "audit");
                     if let Some(journal) = &mut self.journal {
                         journal.append(&record);
                     }

@@ -43,9 +43,8 @@ impl WrapJournal {
         if self.file.is_broken() {
             return;
         }
-        let mut body = record.to_json();
+        let mut body = bounded(record);
         if let Value::Object(map) = &mut body {
-            bound_text(map);
             map.insert("time".into(), Value::String(rfc3339(SystemTime::now())));
             map.insert(
                 "session".into(),
@@ -61,6 +60,16 @@ impl WrapJournal {
     pub fn sync(&mut self) {
         self.file.sync();
     }
+}
+
+/// The record as JSON with its text members bounded, as it is journaled
+/// and logged: a name a peer chose never reaches either whole.
+pub fn bounded(record: &AuditRecord) -> Value {
+    let mut body = record.to_json();
+    if let Value::Object(map) = &mut body {
+        bound_text(map);
+    }
+    body
 }
 
 /// Bound the text members of a record: `tool` to its bounded name, the

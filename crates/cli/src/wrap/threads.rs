@@ -2,14 +2,23 @@
 //! upstream's stdout reader, its stdin writer and its stderr passthrough.
 //! Each reader holds at most a few chunks ahead of the core (the core hands
 //! a credit back per chunk), so neither peer can grow our memory by writing
-//! faster than the core judges.
+//! faster than the core judges. The one exception is a client that has hung
+//! up: what is left in its pipe is bounded, and is read without waiting, so
+//! its end of input is seen even while the core takes no input.
 
 use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::process::{ChildStderr, ChildStdin, ChildStdout};
-use std::sync::mpsc::{Receiver, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 /// Bytes per read, both sides.
 pub const CHUNK_BYTES: usize = 64 * 1024;
+/// How often the stdin reader, while it waits for a credit, checks whether
+/// the client hung up.
+const HANGUP_CHECK: Duration = Duration::from_millis(50);
 
 #[derive(Debug)]
 pub enum Event {
@@ -25,18 +34,19 @@ pub enum Event {
     Signal(u8),
 }
 
-/// Read `input` in chunks, one credit per chunk; `wrap` tags each chunk,
-/// `end` is sent at end of input (a read error counts as the end).
+/// Read `input` in chunks, each once `may_read` allows it (`false`: stop);
+/// `wrap` tags each chunk, `end` is sent at end of input (a read error
+/// counts as the end).
 pub fn read_chunks(
     mut input: impl Read,
     events: &Sender<Event>,
-    credits: &Receiver<()>,
+    mut may_read: impl FnMut() -> bool,
     wrap: fn(Vec<u8>) -> Event,
     end: fn() -> Event,
 ) {
     let mut buf = vec![0; CHUNK_BYTES];
     loop {
-        if credits.recv().is_err() {
+        if !may_read() {
             return;
         }
         let event = loop {
@@ -57,17 +67,57 @@ pub fn read_chunks(
     }
 }
 
+/// The client's input, one credit per chunk until the client hangs up;
+/// from then on without waiting, to its end.
 pub fn read_client(events: &Sender<Event>, credits: &Receiver<()>) {
     crate::stdio::make_blocking(io::stdin());
-    read_chunks(io::stdin().lock(), events, credits, Event::Client, || {
+    let mut hung_up = false;
+    let may_read = || {
+        if hung_up {
+            return true;
+        }
+        loop {
+            match credits.recv_timeout(HANGUP_CHECK) {
+                Ok(()) => return true,
+                Err(RecvTimeoutError::Disconnected) => return false,
+                Err(RecvTimeoutError::Timeout) if client_hung_up(io::stdin()) => {
+                    tracing::info!(
+                        "the client hung up while its input was not taken; reading what is left"
+                    );
+                    hung_up = true;
+                    return true;
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    };
+    read_chunks(io::stdin().lock(), events, may_read, Event::Client, || {
         Event::ClientEof
     });
 }
 
+/// Whether the writer of `input` is gone (a pipe with no writer left, a
+/// socket shut down for writing), whatever is still unread in it.
+fn client_hung_up(input: impl AsFd) -> bool {
+    let mut fds = [PollFd::new(&input, PollFlags::RDHUP)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+        && fds[0]
+            .revents()
+            .intersects(PollFlags::HUP | PollFlags::RDHUP | PollFlags::ERR)
+}
+
 pub fn read_upstream(stdout: ChildStdout, events: &Sender<Event>, credits: &Receiver<()>) {
-    read_chunks(stdout, events, credits, Event::Upstream, || {
-        Event::UpstreamEof
-    });
+    read_chunks(
+        stdout,
+        events,
+        || credits.recv().is_ok(),
+        Event::Upstream,
+        || Event::UpstreamEof,
+    );
 }
 
 /// Write each line to the upstream's stdin; when the channel closes, so

@@ -17,15 +17,35 @@ Usage: upstream.py MODE
   flood          like good, plus after every ping answer an over-long junk
                  line ($FLOOD_BYTES, default 2 MiB) and an unsolicited answer
                  nearly a frame long; received lines are not logged
+  asks-then-cancels
+                 on the Nth tools/call asks the client (elicitation/create,
+                 sampling/createMessage, roots/list in turn, id "ask-N"),
+                 cancels that request at once, waits 0.5 s and answers the call
+  asks-badly     on tools/call asks the client a method it may not ask
+                 (tools/list, id "not-allowed"), elicitation/create twice under
+                 id "twice", then roots/list under ids "r0".."r255" (one past
+                 the in-flight cap), then answers the call
+  deaf           like good until it has answered tools/list, then never reads
+                 its stdin again (and never exits by itself)
+  huge-answer    answers tools/call with a text of $HUGE_BYTES (default 1 MiB);
+                 when the message is "id-last" the id is the answer's last
+                 member, else it comes first
 """
 
 import json
 import os
 import signal
 import sys
+import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
 lists = 0
+calls = 0
+ASKED = [
+    ("elicitation/create", {"message": "Pick one", "requestedSchema": {"type": "object", "properties": {}}}),
+    ("sampling/createMessage", {"messages": [], "maxTokens": 1}),
+    ("roots/list", {}),
+]
 
 
 def write(text):
@@ -55,6 +75,7 @@ def echo_tool():
 
 
 def main():
+    global calls
     print(f"upstream started pid={os.getpid()}", file=sys.stderr, flush=True)
     if MODE == "lingers":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -84,6 +105,30 @@ def main():
         elif method == "tools/list":
             result = {"tools": [echo_tool()]}
         elif method == "tools/call":
+            calls += 1
+            if MODE == "asks-then-cancels":
+                asked, params = ASKED[(calls - 1) % len(ASKED)]
+                ask = f"ask-{calls}"
+                send({"jsonrpc": "2.0", "id": ask, "method": asked, "params": params})
+                send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": ask, "reason": "no longer needed"}})
+                time.sleep(0.5)
+            if MODE == "asks-badly":
+                send({"jsonrpc": "2.0", "id": "not-allowed", "method": "tools/list"})
+                for _ in range(2):
+                    send({"jsonrpc": "2.0", "id": "twice", "method": "elicitation/create",
+                          "params": ASKED[0][1]})
+                for n in range(256):
+                    send({"jsonrpc": "2.0", "id": f"r{n}", "method": "roots/list"})
+            if MODE == "huge-answer":
+                text = message["params"]["arguments"]["message"]
+                huge = "x" * int(os.environ.get("HUGE_BYTES", 1024 * 1024))
+                result = json.dumps({"content": [{"type": "text", "text": huge}]})
+                if text == "id-last":
+                    write('{"result": ' + result + ', "id": ' + json.dumps(message["id"]) + ', "jsonrpc": "2.0"}\n')
+                else:
+                    write('{"jsonrpc": "2.0", "id": ' + json.dumps(message["id"]) + ', "result": ' + result + '}\n')
+                continue
             if MODE == "crash-on-call":
                 print("crashing on tools/call", file=sys.stderr, flush=True)
                 sys.exit(1)
@@ -102,6 +147,10 @@ def main():
             send(response)
             send({"jsonrpc": "2.0", "id": 999, "result": {}})
             write("handled " + method + "\n")
+        if MODE == "deaf" and method == "tools/list":
+            print("no longer reading stdin", file=sys.stderr, flush=True)
+            while True:
+                time.sleep(3600)
     if MODE == "lingers":
         while True:
             signal.pause()

@@ -3,6 +3,22 @@
 //! checks: an object, `"jsonrpc":"2.0"`, a string or integer id, no
 //! duplicate keys via the independent detector in `harness`), and
 //! validates tool arguments with `jsonschema` directly.
+//!
+//! Beyond what each line may be, it judges how a session ends and that no
+//! one is left waiting:
+//!
+//! - under `on_invalid = "close"`, the first refused client frame is a
+//!   GOAWAY: no client frame from its line on reaches the upstream or is
+//!   answered (but for its own error frame); every request before it is
+//!   answered exactly once (unless the client cancelled it) before that
+//!   error frame, which is the last line the client receives, and the
+//!   session closes on that line;
+//! - a client answer to a request the upstream cancelled (the client was
+//!   told) is never refused, and never reaches the upstream: the upstream
+//!   receives no answer to a request it cancelled, and no more answers for
+//!   an id than requests it sent under it;
+//! - once the clock has passed every deadline, every client request that
+//!   reached the upstream has been answered, unless the client cancelled it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -93,16 +109,57 @@ fn cancel_params(message: &Map<String, Value>) -> Option<Map<String, Value>> {
     Some(params)
 }
 
+/// A client request, by its id.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    /// The line of the first request with this id.
+    line: u64,
+    answered: bool,
+}
+
 /// Everything the oracle has seen, and its verdicts.
 #[derive(Debug, Default)]
 pub struct Oracle {
     pub(crate) max_bytes: usize,
+    /// Whether the first refused client frame closes the session.
+    closes_on_invalid: bool,
     client_lines: Lines,
+    /// Client lines seen so far.
+    client_line: u64,
     upstream_lines: Lines,
-    /// Valid client messages, by the oracle's reading.
+    /// Valid client messages, by the oracle's reading, and their lines.
     client_sent: Vec<Map<String, Value>>,
-    /// Ids of valid client requests, and whether they were answered.
-    client_requests: HashMap<String, bool>,
+    client_sent_lines: Vec<u64>,
+    /// Ids of valid client requests: where they came and whether they
+    /// were answered.
+    client_requests: HashMap<String, Asked>,
+    /// Ids the client cancelled, and the line of the first cancellation.
+    client_cancelled: HashMap<String, u64>,
+    /// Under close: the line of the first refused client frame.
+    invalid_line: Option<u64>,
+    /// The error frame for it was written: nothing may follow.
+    final_written: bool,
+    /// The client was told the upstream cancelled these requests (its
+    /// ids), each with the count of such cancellations before it.
+    told_cancelled: HashMap<String, usize>,
+    told_cancelled_count: usize,
+    /// How many cancelled requests the wrapper remembers at least (as many
+    /// as may be in flight).
+    max_in_flight: usize,
+    /// Client answers to requests of the upstream, by id.
+    client_answered_asks: HashSet<String>,
+    /// Lines of client answers to requests the upstream had cancelled.
+    late_answer_lines: HashSet<u64>,
+    /// Requests the upstream sent, by id: how many.
+    upstream_requests: HashMap<String, usize>,
+    /// Upstream requests it cancelled while they were unanswered.
+    upstream_cancelled: HashSet<String>,
+    /// Answers the upstream received, by id: how many.
+    upstream_answer_count: HashMap<String, usize>,
+    /// During one upstream step: requests forwarded to the client, and the
+    /// ids of error answers the upstream received.
+    step_forwarded: usize,
+    step_refused: HashSet<String>,
     /// Valid upstream messages.
     upstream_sent: Vec<Map<String, Value>>,
     /// Ids of upstream requests (its own ids) that reached the upstream's answer side.
@@ -122,9 +179,11 @@ pub struct Oracle {
 }
 
 impl Oracle {
-    pub(crate) fn new(max_bytes: usize) -> Self {
+    pub(crate) fn new(max_bytes: usize, max_in_flight: usize, closes_on_invalid: bool) -> Self {
         Self {
             max_bytes,
+            max_in_flight,
+            closes_on_invalid,
             ..Self::default()
         }
     }
@@ -132,13 +191,114 @@ impl Oracle {
     /// The client wrote `bytes`.
     pub(crate) fn client_wrote(&mut self, bytes: &[u8]) {
         for line in self.client_lines.feed(bytes) {
-            if let Some(m) = valid_message(&line, self.max_bytes) {
-                if let (Some(id), true) = (m.get("id"), m.contains_key("method")) {
-                    self.client_requests.entry(id.to_string()).or_insert(false);
+            self.client_line += 1;
+            let number = self.client_line;
+            let Some(m) = valid_message(&line, self.max_bytes) else {
+                continue;
+            };
+            match (m.get("id"), m.get("method")) {
+                (Some(id), Some(_)) => {
+                    self.client_requests.entry(id.to_string()).or_insert(Asked {
+                        line: number,
+                        answered: false,
+                    });
                 }
-                self.client_sent.push(m);
+                (Some(id), None) => {
+                    // Remembered for sure: fewer cancellations since than
+                    // the wrapper remembers.
+                    let id = id.to_string();
+                    let remembered = self
+                        .told_cancelled
+                        .get(&id)
+                        .is_some_and(|seq| self.told_cancelled_count - seq < self.max_in_flight);
+                    if self.client_answered_asks.insert(id) && remembered {
+                        self.late_answer_lines.insert(number);
+                    }
+                }
+                (None, Some(method)) if method == "notifications/cancelled" => {
+                    if let Some(id) = m.get("params").and_then(|p| p.get("requestId")) {
+                        self.client_cancelled
+                            .entry(id.to_string())
+                            .or_insert(number);
+                    }
+                }
+                (None, _) => {}
             }
+            self.client_sent.push(m);
+            self.client_sent_lines.push(number);
         }
+    }
+
+    /// The wrapper refused the client frame on `line` (its audit record).
+    pub(crate) fn client_refused(&mut self, line: u64) {
+        assert!(
+            !self.late_answer_lines.contains(&line),
+            "line {line}, an answer to a request the upstream cancelled, was refused as invalid"
+        );
+        if self.closes_on_invalid && self.invalid_line.is_none() {
+            self.invalid_line = Some(line);
+        }
+    }
+
+    /// Every client request before `line` was answered or cancelled.
+    fn assert_answered_before(&self, line: u64, when: &str) {
+        for (id, asked) in &self.client_requests {
+            let cancelled = self.client_cancelled.get(id).is_some_and(|at| *at < line);
+            assert!(
+                asked.line >= line || asked.answered || cancelled,
+                "{when}, the request {id} on line {} (before the invalid line {line}) was never answered",
+                asked.line
+            );
+        }
+    }
+
+    /// The session closed on the invalid client frame on `line`.
+    pub(crate) fn closed_on_invalid(&mut self, line: u64) {
+        assert!(
+            self.closes_on_invalid,
+            "the session closed on an invalid frame under keep-open"
+        );
+        assert_eq!(
+            self.invalid_line,
+            Some(line),
+            "the session closed on a frame other than the first refused one"
+        );
+        self.assert_answered_before(line, "at the close");
+    }
+
+    /// After the clock passed every deadline: every client request that
+    /// reached the upstream is answered, unless the client cancelled it.
+    pub(crate) fn finish(&self) {
+        for index in &self.forwarded {
+            let Some(id) = self.client_sent[*index].get("id") else {
+                continue;
+            };
+            if self.client_sent[*index].get("method").is_none() {
+                continue;
+            }
+            let id = id.to_string();
+            let answered = self.client_requests.get(&id).is_some_and(|a| a.answered);
+            assert!(
+                answered || self.client_cancelled.contains_key(&id),
+                "the request {id} reached the upstream and was never answered, though every deadline passed"
+            );
+        }
+    }
+
+    /// An upstream step begins.
+    pub(crate) fn step_begins(&mut self) {
+        self.step_forwarded = 0;
+        self.step_refused.clear();
+    }
+
+    /// After an upstream step that wrote one request under `id`, with the
+    /// session open and the upstream's input open: the request reached the
+    /// client, or the upstream got an error answer for it.
+    pub(crate) fn assert_request_settled(&self, id: &Value) {
+        assert!(
+            self.step_forwarded > 0 || self.step_refused.contains(&id.to_string()),
+            "the upstream's request {id} was neither forwarded nor answered"
+        );
     }
 
     /// The upstream wrote `bytes`; `listed` when the wrapper answered a
@@ -148,6 +308,23 @@ impl Oracle {
             let Some(m) = valid_message(&line, self.max_bytes) else {
                 continue;
             };
+            match (m.get("id"), m.get("method")) {
+                (Some(id), Some(_)) => {
+                    *self.upstream_requests.entry(id.to_string()).or_default() += 1;
+                    self.upstream_cancelled.remove(&id.to_string());
+                }
+                (None, Some(method)) if method == "notifications/cancelled" => {
+                    if let Some(id) = m.get("params").and_then(|p| p.get("requestId")) {
+                        let id = id.to_string();
+                        let asked = self.upstream_requests.get(&id).copied().unwrap_or(0);
+                        let answered = self.upstream_answer_count.get(&id).copied().unwrap_or(0);
+                        if answered < asked {
+                            self.upstream_cancelled.insert(id);
+                        }
+                    }
+                }
+                _ => {}
+            }
             if listed
                 && let Some(tools) = m
                     .get("result")
@@ -212,31 +389,59 @@ impl Oracle {
                     );
                 };
                 let client = client.clone();
+                if let Some(invalid) = self.invalid_line {
+                    assert!(
+                        self.client_sent_lines[index] < invalid,
+                        "the client frame on line {} reached the upstream, after the invalid line {invalid}: {}",
+                        self.client_sent_lines[index],
+                        show(line)
+                    );
+                }
                 self.forwarded.insert(index);
                 if method == Some("tools/call") {
                     self.judge_call(&client, line);
                 }
             }
             (None, Some(id)) => {
-                let asked = self
-                    .upstream_sent
-                    .iter()
-                    .any(|u| u.get("id") == Some(id) && u.contains_key("method"));
+                let key = id.to_string();
+                let asked = self.upstream_requests.get(&key).copied().unwrap_or(0);
                 assert!(
-                    asked,
+                    asked > 0,
                     "the upstream received an answer to a request it never sent: {}",
                     show(line)
                 );
+                let count = self.upstream_answer_count.entry(key.clone()).or_default();
+                *count += 1;
                 assert!(
-                    self.upstream_answered.insert(id.to_string()),
-                    "the upstream received two answers for {id}"
+                    *count <= asked,
+                    "the upstream received {count} answers for {id}, which it asked {asked} time(s)"
                 );
-                let answer = without(&m, &["id"]);
                 assert!(
-                    self.client_sent.iter().any(|c| c.contains_key("id")
-                        && !c.contains_key("method")
-                        && without(c, &["id"]) == answer),
-                    "the upstream received an answer the client never gave: {}",
+                    !self.upstream_cancelled.contains(&key),
+                    "the upstream received an answer to {id}, which it had cancelled: {}",
+                    show(line)
+                );
+                self.upstream_answered.insert(key.clone());
+                let answer = without(&m, &["id"]);
+                let code = m
+                    .get("error")
+                    .and_then(|e| e.get("code"))
+                    .and_then(Value::as_i64);
+                let ours = matches!(code, Some(-32601 | -32600 | -32603));
+                if ours {
+                    self.step_refused.insert(key);
+                }
+                let before_invalid = |at: &u64| self.invalid_line.is_none_or(|i| *at < i);
+                assert!(
+                    ours || self
+                        .client_sent
+                        .iter()
+                        .zip(&self.client_sent_lines)
+                        .any(|(c, at)| before_invalid(at)
+                            && c.contains_key("id")
+                            && !c.contains_key("method")
+                            && without(c, &["id"]) == answer),
+                    "the upstream received an answer the client never gave (before any invalid line): {}",
                     show(line)
                 );
             }
@@ -258,8 +463,10 @@ impl Oracle {
             show(line)
         );
         let params = cancel_params(m);
-        let timed_out =
-            params.as_ref().and_then(|p| p.get("reason")) == Some(&Value::from("timed out"));
+        let reason = params.as_ref().and_then(|p| p.get("reason"));
+        let timed_out = reason == Some(&Value::from("timed out"))
+            || self.invalid_line.is_some()
+                && reason == Some(&Value::from("the session is closing"));
         let from_client = self.client_sent.iter().any(|c| {
             c.get("method") == Some(&Value::from("notifications/cancelled"))
                 && cancel_params(c) == params
@@ -303,6 +510,11 @@ impl Oracle {
 
     /// Judge one line the client received.
     pub(crate) fn client_received(&mut self, line: &[u8]) {
+        assert!(
+            !self.final_written,
+            "a line after the error frame for the invalid frame: {}",
+            show(line)
+        );
         assert_eq!(
             line.iter().filter(|&&b| b == b'\n').count(),
             1,
@@ -334,7 +546,7 @@ impl Oracle {
         let method = m.get("method").and_then(Value::as_str);
         match (method, m.get("id")) {
             (None, Some(id)) => {
-                let answered = self
+                let asked = self
                     .client_requests
                     .get_mut(&id.to_string())
                     .unwrap_or_else(|| {
@@ -344,19 +556,40 @@ impl Oracle {
                         )
                     });
                 assert!(
-                    !*answered,
+                    !asked.answered,
                     "the client received a second answer for id {id}: {}",
                     show(line)
                 );
-                *answered = true;
+                asked.answered = true;
+                let asked_on = asked.line;
+                if let Some(invalid) = self.invalid_line {
+                    assert!(
+                        asked_on <= invalid,
+                        "the request {id} on line {asked_on}, after the invalid line {invalid}, was answered: {}",
+                        show(line)
+                    );
+                    if asked_on == invalid {
+                        self.invalid_answered(invalid, line);
+                    }
+                }
                 self.judge_answer(&m, line);
             }
-            (None, None) => assert!(
-                m.contains_key("error"),
-                "a result without an id: {}",
-                show(line)
-            ),
+            (None, None) => {
+                assert!(
+                    m.contains_key("error"),
+                    "a result without an id: {}",
+                    show(line)
+                );
+                let invalid = self.invalid_line.unwrap_or_else(|| {
+                    panic!(
+                        "an error without an id, and no frame was refused under close: {}",
+                        show(line)
+                    )
+                });
+                self.invalid_answered(invalid, line);
+            }
             (Some(_), Some(id)) => {
+                self.step_forwarded += 1;
                 assert!(
                     self.client_asked.insert(id.to_string()),
                     "the client was asked twice with id {id}"
@@ -371,6 +604,14 @@ impl Oracle {
                 );
             }
             (Some(method), None) => {
+                if method == "notifications/cancelled"
+                    && let Some(id) = m.get("params").and_then(|p| p.get("requestId"))
+                    && self.client_asked.contains(&id.to_string())
+                {
+                    self.told_cancelled
+                        .insert(id.to_string(), self.told_cancelled_count);
+                    self.told_cancelled_count += 1;
+                }
                 let from_upstream = self.upstream_sent.iter().any(|u| {
                     !u.contains_key("id")
                         && u.get("method") == Some(&Value::from(method))
@@ -387,6 +628,16 @@ impl Oracle {
                 );
             }
         }
+    }
+
+    /// The error frame for the invalid frame on `invalid`: it comes after
+    /// every request before it is answered, and nothing comes after it.
+    fn invalid_answered(&mut self, invalid: u64, line: &[u8]) {
+        self.assert_answered_before(
+            invalid,
+            &format!("when the invalid frame was answered ({})", show(line)),
+        );
+        self.final_written = true;
     }
 
     fn judge_answer(&mut self, m: &Map<String, Value>, line: &[u8]) {
