@@ -17,6 +17,7 @@
 //! schemas are theirs, and a format the gateway cannot check is only an
 //! annotation there.
 
+use super::self_application::locate;
 use referencing::Draft;
 use serde_json::Value;
 
@@ -97,39 +98,8 @@ fn first_unchecked(document: &Value) -> Option<(String, String)> {
         }
         let children: Vec<&Value> = DRAFT.subresources_of(schema).collect();
         for child in children.into_iter().rev() {
-            pending.push((child, format!("{at}{}", step(schema, child))));
+            pending.push((child, format!("{at}{}", locate(schema, child))));
         }
     }
     None
-}
-
-/// The pointer from `parent` to `child`: one of its members, or an item or
-/// member of one of them.
-fn step(parent: &Value, child: &Value) -> String {
-    let Value::Object(map) = parent else {
-        return String::new();
-    };
-    for (key, value) in map {
-        if std::ptr::eq(value, child) {
-            return format!("/{}", escape(key));
-        }
-        match value {
-            Value::Array(items) => {
-                if let Some(i) = items.iter().position(|v| std::ptr::eq(v, child)) {
-                    return format!("/{}/{i}", escape(key));
-                }
-            }
-            Value::Object(members) => {
-                if let Some((name, _)) = members.iter().find(|(_, v)| std::ptr::eq(*v, child)) {
-                    return format!("/{}/{}", escape(key), escape(name));
-                }
-            }
-            _ => {}
-        }
-    }
-    String::new()
-}
-
-fn escape(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
 }

@@ -330,7 +330,7 @@ impl<'r> Graph<'r> {
 
 /// The JSON pointer suffix from `parent` to `child`, one of its values or a
 /// value inside one of its arrays or objects.
-fn locate(parent: &Value, child: &Value) -> String {
+pub(super) fn locate(parent: &Value, child: &Value) -> String {
     let Value::Object(map) = parent else {
         return String::new();
     };
