@@ -256,6 +256,32 @@ fn framing_stage_rejects_empty_and_over_long_lines() {
 }
 
 #[test]
+fn json_stage_refuses_a_line_past_the_value_limit() {
+    let zeros = |n: usize| format!("[{}]", vec!["0"; n].join(","));
+    let input = format!("{}\n{}\n", zeros(99), zeros(100));
+    let output = inspect_file(&["--json", "--max-frame-values", "100"], input.as_bytes());
+    assert_eq!(output.status.code(), Some(1));
+    let lines = json_lines(&output);
+    assert_eq!(
+        lines[0]["stage"], "rpc",
+        "99 zeros and their array are read"
+    );
+    assert_eq!(lines[1]["stage"], "json");
+    assert_eq!(lines[1]["code"], -32700);
+    assert!(
+        lines[1]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("frame exceeds max_frame_values (100)"),
+        "{}",
+        lines[1]
+    );
+    // The default is the policy's.
+    let output = inspect_file(&["--json"], format!("{}\n", zeros(16_384)).as_bytes());
+    assert_eq!(json_lines(&output)[0]["stage"], "json");
+}
+
+#[test]
 fn invalid_utf8_is_rejected_at_the_utf8_stage() {
     let output = inspect_file(&["--json"], b"{\"a\":\"\xff\"}\n");
     assert_eq!(output.status.code(), Some(1));
@@ -379,6 +405,10 @@ fn usage_errors_exit_2_with_nothing_on_stdout() {
     assert!(stderr(&output).contains("sideways"), "{}", stderr(&output));
 
     let output = inspect(&["--max-frame-bytes", "0"], b"");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+
+    let output = inspect(&["--max-frame-values", "0"], b"");
     assert_eq!(output.status.code(), Some(2));
     assert!(output.stdout.is_empty());
 }

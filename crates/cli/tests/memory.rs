@@ -360,3 +360,162 @@ properties.text = {{ type = "string", pattern = "^[a-z]+$" }}
     );
     assert_eq!(server.connections(), 2, "{}", run.context());
 }
+
+/// The values one frame may hold by default (`[server] max_frame_values`).
+const DEFAULT_MAX_FRAME_VALUES: usize = 16_384;
+
+/// Objects of one member nested 30 deep: the costliest shape per value
+/// (the arguments of a call are copied into `serde_json` maps for the
+/// schema validator, one map node per object), 31 values in 160 bytes.
+const CHAIN_DEPTH: usize = 30;
+
+fn chain() -> String {
+    format!(
+        "{}{{}}{}",
+        "{\"a\":".repeat(CHAIN_DEPTH),
+        "}".repeat(CHAIN_DEPTH)
+    )
+}
+
+/// `[unit,unit,…]` as long as fits in `bytes`.
+fn filled(unit: &str, bytes: usize) -> String {
+    let items = vec![unit; bytes / (unit.len() + 1)];
+    format!("[{}]", items.join(","))
+}
+
+/// `[chain,…,0,…]` holding exactly `values` values.
+fn exactly(values: usize) -> String {
+    let chain = chain();
+    let mut items = vec![chain.as_str(); values / (CHAIN_DEPTH + 1)];
+    items.extend(vec!["0"; values % (CHAIN_DEPTH + 1)]);
+    format!("[{}]", items.join(","))
+}
+
+/// What one session of `frames` (after the handshake) did: the peak
+/// resident set in KiB, read once `LAST_ID` is answered, the string ids
+/// answered in order (each with whether it was a tool error), the exit
+/// status and stderr.
+struct Dense {
+    peak_kib: u64,
+    answered: Vec<(String, bool)>,
+    status: std::process::ExitStatus,
+    stderr: String,
+}
+
+fn dense_session(launch: &Launch, frames: Vec<String>) -> Dense {
+    let mut child = launch.spawn();
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let writer = thread::spawn(move || {
+        stdin
+            .write_all(
+                br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"memory-test","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#,
+            )
+            .expect("the gateway reads on");
+        for frame in frames {
+            stdin
+                .write_all(frame.as_bytes())
+                .expect("the gateway reads on");
+            stdin.write_all(b"\n").expect("the gateway reads on");
+        }
+        stdin
+            .write_all(
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{LAST_ID}\",\"method\":\"ping\"}}\n")
+                    .as_bytes(),
+            )
+            .expect("the gateway reads on");
+        stdin
+    });
+    let mut answered = Vec::new();
+    let mut line = String::new();
+    while !answered.iter().any(|(id, _)| id == LAST_ID) {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).expect("stdout");
+        assert!(n > 0, "stdout ended after {answered:?}");
+        let message: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        if let Some(id) = message["id"].as_str() {
+            answered.push((id.to_owned(), message["result"]["isError"] == true));
+        }
+    }
+    let peak_kib = peak_rss_kib(pid);
+    drop(writer.join().expect("writer"));
+    let status = wait_limited(&mut child, Duration::from_secs(60), &launch.describe());
+    let stderr = String::from_utf8_lossy(&stderr.join().expect("stderr")).into_owned();
+    Dense {
+        peak_kib,
+        answered,
+        status,
+        stderr,
+    }
+}
+
+/// Calls whose arguments are dense in small JSON values: frames at the
+/// cap filled with `{"a":1}` objects, with one-member objects nested 30
+/// deep and with zeros (refused at the value limit, under `keep-open`),
+/// and a call holding exactly the limit of the costliest shape (read,
+/// copied for the schema validator and refused by the schema). The peak
+/// resident set of the release binary (`PORTCULLIS_BIN`) stays within
+/// `4 × max_frame_bytes + 32 MiB`. A debug build's own code and data take
+/// about 10 MiB more, so it is held to its own peak on a session of one
+/// ping plus `4 × max_frame_bytes + 20 MiB`, what the bound leaves the
+/// release binary over its own (about 12 MiB).
+#[test]
+fn peak_memory_with_value_dense_calls_stays_within_four_frames_and_32_mib() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        eprintln!("no /proc: cannot read the child's peak resident set; skipping");
+        return;
+    }
+    let fx = Fixture::new(&policy(9));
+    let launch =
+        Launch::new(fx.cwd.path(), &["mcp", "--log-level", "error", "--policy"]).arg(&fx.policy);
+    let call = |id: &str, x: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"a","x":{x}}}}}}}"#
+        )
+    };
+    // The frame's object, "2.0", the id, the method, `params`, the tool
+    // name, `arguments`, its "a" and "x".
+    let envelope_values = 9;
+    let room = MAX_FRAME_BYTES - 200;
+    let frames = vec![
+        call("objects", &filled(r#"{"a":1}"#, room)),
+        call("chains", &filled(&chain(), room)),
+        call("zeros", &filled("0", room)),
+        call(
+            "at-limit",
+            &exactly(DEFAULT_MAX_FRAME_VALUES - envelope_values),
+        ),
+    ];
+    for frame in &frames {
+        assert!(frame.len() <= MAX_FRAME_BYTES, "{}", frame.len());
+    }
+    let documented_kib = (4 * MAX_FRAME_BYTES as u64 + 32 * 1024 * 1024) / 1024;
+    let bound_kib = if std::env::var_os("PORTCULLIS_BIN").is_some() {
+        documented_kib
+    } else {
+        let own = dense_session(&launch, Vec::new()).peak_kib;
+        own + (4 * MAX_FRAME_BYTES as u64 + 20 * 1024 * 1024) / 1024
+    };
+    let run = dense_session(&launch, frames);
+    let (peak_kib, stderr) = (run.peak_kib, &run.stderr);
+    eprintln!(
+        "portcullis mcp with value-dense calls: peak RSS {peak_kib} KiB (bound {bound_kib} KiB), answers {:?}",
+        run.answered
+    );
+    assert!(
+        peak_kib <= bound_kib,
+        "peak RSS {peak_kib} KiB exceeds the bound of {bound_kib} KiB (4 x max_frame_bytes + 32 MiB = {documented_kib} KiB)"
+    );
+    assert_eq!(run.status.code(), Some(0), "exit status\nstderr:\n{stderr}");
+    // The frames past the limit are refused before their id is read, so
+    // under keep-open nothing answers them.
+    assert_eq!(
+        run.answered,
+        [("at-limit".to_owned(), true), (LAST_ID.to_owned(), false)],
+        "the call at the limit is read and refused by the schema\nstderr:\n{stderr}"
+    );
+}

@@ -40,10 +40,15 @@ fn server_settings_outside_their_ranges_are_refused() {
         ("max_frame_bytes = 1099511627776", "server.max_frame_bytes"),
         ("max_depth = 3", "server.max_depth"),
         ("max_depth = 100000", "server.max_depth"),
+        ("max_frame_values = 63", "server.max_frame_values"),
+        ("max_frame_values = 1048577", "server.max_frame_values"),
     ] {
         assert_refused(&policy(setting, &tool), &[field, "must be between"]);
     }
-    let lowest = policy("max_frame_bytes = 256\nmax_depth = 4", &tool);
+    let lowest = policy(
+        "max_frame_bytes = 256\nmax_depth = 4\nmax_frame_values = 64",
+        &tool,
+    );
     assert!(Policy::from_toml(&lowest, Path::new("limits.toml")).is_ok());
 }
 

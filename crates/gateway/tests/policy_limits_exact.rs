@@ -48,10 +48,11 @@ fn server_settings_default_to_the_documented_values() {
         (
             s.max_frame_bytes,
             s.max_depth,
+            s.max_frame_values,
             s.max_id_bytes,
             s.max_session_ids
         ),
-        (4_194_304, 64, 1024, 100_000)
+        (4_194_304, 64, 16_384, 1024, 100_000)
     );
     assert_eq!(s.version, env!("CARGO_PKG_VERSION"));
     assert_eq!(load(&server("version = \"9.9\"")).server.version, "9.9");
@@ -59,9 +60,10 @@ fn server_settings_default_to_the_documented_values() {
 
 #[test]
 fn server_limits_are_accepted_at_both_ends_and_refused_one_past() {
-    let ranges: [(&str, u64, u64); 4] = [
+    let ranges: [(&str, u64, u64); 5] = [
         ("max_frame_bytes", 256, 64 * 1024 * 1024),
         ("max_depth", 4, 127),
+        ("max_frame_values", 64, 1_048_576),
         ("max_id_bytes", 16, 65_536),
         ("max_session_ids", 1, 100_000_000),
     ];
@@ -72,6 +74,7 @@ fn server_limits_are_accepted_at_both_ends_and_refused_one_past() {
             let got = match field {
                 "max_frame_bytes" => s.max_frame_bytes,
                 "max_depth" => s.max_depth,
+                "max_frame_values" => s.max_frame_values,
                 "max_id_bytes" => s.max_id_bytes,
                 _ => s.max_session_ids,
             };

@@ -9,12 +9,14 @@ use serde_json::{Value, json};
 /// The test policy: examples/policy.toml's two tools, one whose host is
 /// templated (for denied-after-expansion cases) and one whose path segment
 /// takes any non-empty string (for the URL builder's rewrites), with canary
-/// secrets.
+/// secrets. Its value limit ([`TEST_MAX_FRAME_VALUES`]) is one a 4 KiB
+/// frame can cross, so fuzzed sessions reach it.
 pub const TEST_POLICY: &str = r#"
 [server]
 name = "portcullis-test"
 on_invalid = "close"
 max_frame_bytes = 4096
+max_frame_values = 1024
 
 [credentials.status_token]
 env = "STATUS_TOKEN"
@@ -75,6 +77,10 @@ type = "object"
 required = ["user"]
 properties.user = { type = "string", minLength = 1 }
 "#;
+
+/// The `max_frame_values` of [`TEST_POLICY`]: a frame of its 4096 bytes
+/// may hold about twice as many (`[0,0,…]`).
+pub const TEST_MAX_FRAME_VALUES: usize = 1024;
 
 /// The test policy with `on_invalid` set, a canary bound to every
 /// credential ([`canary_secrets`]).

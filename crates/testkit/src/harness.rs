@@ -16,7 +16,7 @@ use crate::fixtures::{small_cap_policy, test_policy};
 use crate::json_arbitrary::ArbitraryJson;
 use crate::model::{self, key_of};
 use crate::recorder::Recorder;
-use crate::reference::{IdKey, executable_lines, owed_before, written};
+use crate::reference::{IdKey, executable_lines, owed_before, values_in, written};
 use crate::session::{
     Chunking, SessionReport, run_session, run_session_deferred, run_session_deferred_like,
     run_session_with,
@@ -198,7 +198,8 @@ fn check_stdin_report(
     );
     for (entry, action) in report.journal.iter().zip(&report.actions) {
         let line = usize::try_from(entry.line).expect("line fits") - 1;
-        let reference = reference.get_or_init(|| executable_lines(data, &TOOLS));
+        let reference = reference
+            .get_or_init(|| executable_lines(data, &TOOLS, crate::fixtures::TEST_MAX_FRAME_VALUES));
         let accepted = reference.get(line).cloned().flatten();
         assert_eq!(
             accepted.as_deref(),
@@ -474,7 +475,12 @@ pub fn stdout_frames(data: &[u8]) {
 /// Differential: the strict reader and the reference reading through
 /// serde_json give the same verdict, value and reason; any text the strict
 /// parser accepts, serde_json accepts with an equal value, and it has no
-/// duplicate keys (by an independent check).
+/// duplicate keys (by an independent check). The value limit: an accepted
+/// text is accepted again with the limit at its own count of values
+/// (counted on the tree by the reference check's [`values_in`]) and refused at the JSON stage one
+/// below, by the reader, the reference and the envelope reader alike;
+/// every text gets the same verdict from both readings under a limit of
+/// a few values.
 pub fn strict_json(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -518,7 +524,65 @@ pub fn strict_json(data: &[u8]) {
         if let Some(n) = unsafe_integer(&value) {
             panic!("strict accepted the integer {n}, beyond ±(2^53−1)");
         }
+        check_value_limit(text, values_in(&value));
     }
+    // A limit of a few values, so that fuzzer-sized texts cross it.
+    let few = Limits {
+        max_values: data.len() % 8,
+        ..Limits::default()
+    };
+    let strict = parse_value(text, &few);
+    let reference = portcullis_wire::strict_json::reference::parse_value(text, &few);
+    assert_eq!(
+        strict.as_ref().map_err(|r| &r.reason),
+        reference.as_ref().map_err(|r| &r.reason),
+        "the reader and the reference disagree under a limit of {} values",
+        few.max_values
+    );
+}
+
+/// `text`, accepted under the default limits, holds `count` values:
+/// accepted with the limit there, refused one below, by every reading.
+fn check_value_limit(text: &str, count: usize) {
+    let at = |max_values| Limits {
+        max_values,
+        ..Limits::default()
+    };
+    assert!(
+        parse_value(text, &at(count)).is_ok(),
+        "the reader refused a text of {count} values at a limit of {count}"
+    );
+    assert!(
+        portcullis_wire::strict_json::reference::parse_value(text, &at(count)).is_ok(),
+        "the reference refused a text of {count} values at a limit of {count}"
+    );
+    let below = at(count - 1);
+    let refusal = |verdict: Result<Value, portcullis_wire::Rejection>, who: &str| {
+        let rejection = verdict.expect_err(who);
+        assert_eq!(rejection.stage, portcullis_wire::Stage::Json, "{who}");
+        rejection.reason
+    };
+    let mine = refusal(
+        parse_value(text, &below),
+        "the reader accepted a text of one value more than its limit",
+    );
+    let theirs = refusal(
+        portcullis_wire::strict_json::reference::parse_value(text, &below),
+        "the reference accepted a text of one value more than its limit",
+    );
+    assert_eq!(mine, theirs);
+    let limit = format!("max_frame_values ({})", count - 1);
+    assert!(
+        mine.contains(&limit),
+        "the refusal does not name {limit}: {mine}"
+    );
+    assert!(
+        matches!(
+            portcullis_wire::parse_message_borrowed(text, &below),
+            Err(r) if r.stage == portcullis_wire::Stage::Json
+        ),
+        "the envelope reader read a text of one value more than its limit"
+    );
 }
 
 /// The first integer in `value` (at any depth) outside ±(2^53−1).

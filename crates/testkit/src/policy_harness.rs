@@ -54,6 +54,7 @@ const EXACT_FIELDS: &[&str] = &[
     "server.name",
     "server.max_frame_bytes",
     "server.max_depth",
+    "server.max_frame_values",
     "server.max_id_bytes",
     "server.max_session_ids",
     "tools.name",
@@ -303,6 +304,10 @@ fn check_loaded(policy: &Policy, raw: &Table) {
         limit("max_frame_bytes", 4 << 20)
     );
     assert_eq!(policy.server.max_depth, limit("max_depth", 64));
+    assert_eq!(
+        policy.server.max_frame_values,
+        limit("max_frame_values", 16_384)
+    );
     assert_eq!(policy.server.max_id_bytes, limit("max_id_bytes", 1024));
     assert_eq!(
         policy.server.max_session_ids,
@@ -693,6 +698,7 @@ impl Oracle {
         let ranges = [
             ("max_frame_bytes", 256, 64 << 20),
             ("max_depth", 4, 127),
+            ("max_frame_values", 64, 1 << 20),
             ("max_id_bytes", 16, 65_536),
             ("max_session_ids", 1, 100_000_000),
         ];

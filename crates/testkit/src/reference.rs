@@ -1,18 +1,18 @@
 //! The reference check: a deliberately simple, independent judge of which
 //! frames may become actions. It shares no code with the wire layer or the
-//! gateway: plain line splitting, lenient `serde_json::Value`, and a
-//! handful of field checks. It over-approximates (it knows nothing of
-//! schemas, duplicates or allowlists), so the property is one-sided: every
-//! executed frame must be one it accepts. [`owed_before`] and [`written`]
+//! gateway: plain line splitting, lenient `serde_json::Value`, a count of
+//! its values, and a handful of field checks. It over-approximates (it
+//! knows nothing of schemas, duplicates or allowlists), so the property is
+//! one-sided: every executed frame must be one it accepts. [`owed_before`] and [`written`]
 //! read, just as plainly, which requests a session owes an answer and
 //! what it wrote.
 
 use serde_json::Value;
 
 /// Per input line (1-based index into the returned vector, offset by one):
-/// whether the line is a complete valid `tools/call` in a valid session,
-/// and for which tool.
-pub fn executable_lines(input: &[u8], tools: &[&str]) -> Vec<Option<String>> {
+/// whether the line is a complete valid `tools/call` of at most
+/// `max_values` JSON values in a valid session, and for which tool.
+pub fn executable_lines(input: &[u8], tools: &[&str], max_values: usize) -> Vec<Option<String>> {
     let mut out = Vec::new();
     let mut session_started = false;
     let mut pieces = input.split(|&b| b == b'\n').peekable();
@@ -22,15 +22,25 @@ pub fn executable_lines(input: &[u8], tools: &[&str]) -> Vec<Option<String>> {
             break;
         }
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let verdict = judge(raw, tools, &mut session_started);
+        let verdict = judge(raw, tools, max_values, &mut session_started);
         out.push(verdict);
     }
     out
 }
 
-fn judge(raw: &[u8], tools: &[&str], session_started: &mut bool) -> Option<String> {
+fn judge(
+    raw: &[u8],
+    tools: &[&str],
+    max_values: usize,
+    session_started: &mut bool,
+) -> Option<String> {
     let text = std::str::from_utf8(raw).ok()?;
     let value: Value = serde_json::from_str(text).ok()?;
+    // Lenient reading keeps one of repeated keys, so this count is at most
+    // the frame's: the judge stays an over-approximation.
+    if values_in(&value) > max_values {
+        return None;
+    }
     let object = value.as_object()?;
     if object.get("jsonrpc")? != "2.0" {
         return None;
@@ -74,6 +84,15 @@ fn judge(raw: &[u8], tools: &[&str], session_started: &mut bool) -> Option<Strin
         return None;
     }
     Some(name.to_owned())
+}
+
+/// Every scalar, array and object of `value`, once.
+pub fn values_in(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(values_in).sum(),
+        Value::Object(members) => members.values().map(values_in).sum(),
+        _ => 0,
+    }
 }
 
 /// A request id as the reference compares it: a JSON integer by value

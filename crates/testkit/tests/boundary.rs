@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use portcullis_gateway::{BoundPolicy, OnInvalid, Policy};
 use portcullis_testkit::fixtures::{self, call, frame, legacy_handshake, modern_call, test_policy};
+use portcullis_testkit::reference::values_in;
 use portcullis_testkit::session::{run_session_official, stdout_messages};
 use portcullis_testkit::{Chunking, SessionReport, run_session};
 use portcullis_wire::Stage;
@@ -278,4 +279,74 @@ fn the_depth_limit_holds_inside_params_arguments_as_at_the_top() {
         let stages: Vec<_> = report.rejections.iter().map(|r| r.stage).collect();
         assert_eq!(stages, [Stage::Rpc, Stage::Json], "limit {limit}");
     }
+}
+
+/// docs/boundary.md: a frame holds at most `max_frame_values` JSON values,
+/// counted over the whole frame: in `params.arguments` (read and kept) and
+/// in `params._meta` (read without being kept) alike. At the limit a call
+/// reaches its next stage (it runs, or the schema refuses an extra
+/// argument); one value more is a JSON-stage refusal (-32700) that runs
+/// nothing and whose reason names the limit.
+#[test]
+fn the_value_limit_holds_in_arguments_and_in_meta_alike() {
+    let policy = test_policy(OnInvalid::KeepOpen);
+    let limit = fixtures::TEST_MAX_FRAME_VALUES;
+    assert_eq!(policy.server.max_frame_values, limit);
+    // A call whose `member` holds an array of zeros, the frame holding
+    // `values` values in all (counted on the tree, not by the gateway).
+    let dense = |id: i64, member: &str, values: usize| {
+        let message = |zeros: usize| {
+            let mut params = json!({"name": "service_status", "arguments": {"service": "api"}});
+            let filler = json!(vec![0; zeros]);
+            match member {
+                "_meta" => params["_meta"] = json!({ "x": filler }),
+                _ => params["arguments"]["x"] = filler,
+            }
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+        };
+        let envelope = values_in(&message(0));
+        let message = message(values - envelope);
+        assert_eq!(values_in(&message), values);
+        frame(&message)
+    };
+    let input = fixtures::with_handshake(
+        &[
+            dense(2, "_meta", limit),
+            dense(3, "_meta", limit + 1),
+            dense(4, "arguments", limit),
+            dense(5, "arguments", limit + 1),
+            call(6, "restart_service", json!({"service": "api"})),
+        ]
+        .concat(),
+    );
+    let report = run(&policy, &input);
+    let refused: Vec<_> = report
+        .rejections
+        .iter()
+        .map(|r| (r.line, r.stage, r.code))
+        .collect();
+    assert_eq!(
+        refused,
+        [
+            (4, Stage::Json, -32700),
+            (5, Stage::Schema, -32602),
+            (6, Stage::Json, -32700)
+        ]
+    );
+    assert_eq!(tools_called(&report), ["service_status", "restart_service"]);
+    // Under close the refusal is answered, and names the limit.
+    let report = run(
+        &test_policy(OnInvalid::Close),
+        &fixtures::with_handshake(&dense(2, "_meta", limit + 1)),
+    );
+    let closed = report.closed.as_ref().expect("the session closes");
+    assert_eq!((closed.stage, closed.code), (Stage::Json, -32700));
+    assert!(
+        closed
+            .reason
+            .starts_with("frame exceeds max_frame_values (1024)"),
+        "{}",
+        closed.reason
+    );
+    assert!(report.actions.is_empty());
 }

@@ -4,9 +4,9 @@
 //! The modules follow the inbound data flow. [`frame`] splits a byte stream
 //! into newline-terminated frames under a hard size cap; [`utf8`] refuses
 //! anything that is not UTF-8; [`strict_json`] parses exactly one JSON value
-//! per frame under an I-JSON profile (no duplicate keys, bounded depth, exact
-//! integers), as a `serde_json::Value` or as a [`json::Json`] that borrows
-//! its strings from the frame; [`rpc`] classifies the value as a JSON-RPC request,
+//! per frame under an I-JSON profile (no duplicate keys, bounded depth and
+//! count of values, exact integers), as a `serde_json::Value` or as a
+//! [`json::Json`] that borrows its strings from the frame; [`rpc`] classifies the value as a JSON-RPC request,
 //! notification or response (its typed [`id`] read as the envelope is). Every failure is a [`Rejection`] that names its
 //! [`Stage`], carries the JSON-RPC error code it maps to and a fingerprint of
 //! the frame, never the frame itself.

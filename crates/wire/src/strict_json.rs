@@ -8,6 +8,11 @@
 //! - **Depth**: arrays and objects nest at most [`Limits::max_depth`]
 //!   levels (the top-level value is level 1), refused before recursing
 //!   further, so no input can exhaust the stack.
+//! - **Values**: a frame holds at most [`Limits::max_values`] values
+//!   (scalars, arrays and objects alike, at any depth, also where nothing
+//!   is kept), refused at the first one past the limit before it is read,
+//!   so no frame builds a tree larger than the limit however dense its
+//!   text.
 //! - **Trailing content**: exactly one value, then only whitespace (`{}{}`
 //!   is refused).
 //! - **Numbers**: a number written in integer syntax must lie within
@@ -55,7 +60,7 @@ pub fn parse_value(text: &str, limits: &Limits) -> Result<Value, Rejection> {
 /// escapes.
 pub fn parse_json<'a>(text: &'a str, limits: &Limits) -> Result<Json<'a>, Rejection> {
     let depth = limits.effective_depth();
-    Reader::read_whole(text, |reader| reader.value(depth))
+    Reader::read_whole(text, limits.max_values, |reader| reader.value(depth))
         .map_err(|fault| refusal(text, limits, fault))
 }
 

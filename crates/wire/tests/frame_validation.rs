@@ -246,6 +246,73 @@ fn nesting_past_the_depth_limit_is_rejected_without_overflowing_the_stack() {
     rejected_at(&frame, Stage::Json);
 }
 
+/// docs/boundary.md: a frame holds at most `max_frame_values` JSON values
+/// (default 16384), every scalar, array and object counted, also in the
+/// `_meta` the gateway reads without keeping; the value past the limit is
+/// a JSON-stage refusal (-32700) whose reason names the limit.
+#[test]
+fn a_frame_of_exactly_the_value_limit_is_accepted_and_one_more_value_is_refused() {
+    let limit = portcullis_wire::limits::DEFAULT_MAX_VALUES;
+    assert_eq!(Limits::default().max_values, 16_384);
+    // The envelope is eight values: the frame's object, "2.0", the id, the
+    // method, `params`, the tool name, `arguments` (or `_meta`) and the
+    // array; each `{"a":1}` adds two, a trailing `0` makes the count odd.
+    let frame = |values: usize, member: &str| {
+        let items = values - 8;
+        let mut list = vec![r#"{"a":1}"#; items / 2];
+        if items % 2 == 1 {
+            list.push("0");
+        }
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","{member}":{{"x":[{}]}}}}}}"#,
+            list.join(",")
+        )
+    };
+    let skim = portcullis_wire::Skim {
+        member: "_meta",
+        keep: &["progressToken"],
+    };
+    for member in ["arguments", "_meta"] {
+        let at_limit = frame(limit, member);
+        assert!(parse_value(&at_limit, &Limits::default()).is_ok());
+        assert!(message(&at_limit).is_ok(), "{member}");
+        assert!(
+            portcullis_wire::parse_message_skimmed(&at_limit, &Limits::default(), &skim).is_ok(),
+            "{member}"
+        );
+        let past = frame(limit + 1, member);
+        let refused = rejected_at(&past, Stage::Json);
+        assert_eq!(refused.code, PARSE_ERROR);
+        assert!(
+            refused
+                .reason
+                .starts_with("frame exceeds max_frame_values (16384)"),
+            "{}",
+            refused.reason
+        );
+        assert_eq!(
+            parse_value(&past, &Limits::default()).unwrap_err().reason,
+            refused.reason
+        );
+        // Skimmed, `_meta`'s dropped members count all the same.
+        let skimmed =
+            portcullis_wire::parse_message_skimmed(&past, &Limits::default(), &skim).unwrap_err();
+        assert_eq!(
+            (skimmed.stage(), skimmed.code()),
+            (Stage::Json, PARSE_ERROR)
+        );
+        assert_eq!(skimmed.word().reason, refused.reason);
+    }
+    // A policy's own limit moves it; scalars alone count too.
+    let small = Limits {
+        max_values: 64,
+        ..Limits::default()
+    };
+    let zeros = |n: usize| format!("[{}]", vec!["0"; n].join(","));
+    assert!(parse_value(&zeros(63), &small).is_ok());
+    assert!(parse_value(&zeros(64), &small).is_err());
+}
+
 #[test]
 fn lone_surrogates_and_bom_are_rejected() {
     let limits = Limits::default();

@@ -3,7 +3,8 @@
 //! the same value when both accept, and (since refusals are worded by the
 //! reference) the same reason. The texts are built to sit on the rules'
 //! edges: token soup from fragments that break each rule, valid documents
-//! with a few characters changed, and nesting around the depth limit.
+//! with a few characters changed, and nesting around the depth limit and
+//! value counts around the value limit.
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -259,6 +260,28 @@ fn limits(max_depth: usize) -> Limits {
     }
 }
 
+fn value_limit(max_values: usize) -> Limits {
+    Limits {
+        max_values,
+        ..Limits::default()
+    }
+}
+
+/// The values in `value`, every scalar, array and object once: counted on
+/// the tree serde_json built, sharing nothing with either reading's count.
+fn values_in(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(values_in).sum(),
+        Value::Object(members) => members.values().map(values_in).sum(),
+        _ => 0,
+    }
+}
+
+/// Any of the texts the other properties draw.
+fn any_text() -> impl Strategy<Value = String> {
+    prop_oneof![soup(), structured_soup(), mutated_document(), meta_soup()]
+}
+
 proptest! {
     #![proptest_config(config(3000))]
 
@@ -296,6 +319,33 @@ proptest! {
             text = if array { format!("[{text}]") } else { format!("{{\"k\":{text}}}") };
         }
         agree(&text, &limits(max_depth))?;
+    }
+
+    #[test]
+    fn the_reader_and_the_reference_agree_around_the_value_limit(
+        text in any_text(),
+        max_values in 0usize..40,
+    ) {
+        agree(&text, &value_limit(max_values))?;
+    }
+
+    #[test]
+    fn an_accepted_text_is_accepted_at_its_own_count_of_values_and_refused_below(
+        text in any_text(),
+    ) {
+        if let Ok(value) = strict_json::parse_value(&text, &Limits::default()) {
+            let count = values_in(&value);
+            agree(&text, &value_limit(count))?;
+            prop_assert!(strict_json::parse_value(&text, &value_limit(count)).is_ok());
+            agree(&text, &value_limit(count - 1))?;
+            let refused = strict_json::parse_value(&text, &value_limit(count - 1));
+            prop_assert!(
+                refused.as_ref().is_err_and(|r| r
+                    .reason
+                    .starts_with(&format!("frame exceeds max_frame_values ({})", count - 1))),
+                "{:?} holds {} values: {:?}", text, count, refused
+            );
+        }
     }
 }
 
@@ -341,6 +391,58 @@ fn only_params_is_skimmed() {
             .unwrap()
             .map_params(portcullis_wire::Object::into_map);
         assert_eq!(whole, skimmed, "{text}");
+    }
+}
+
+/// Each shape counted by hand, at its count and one below: every scalar,
+/// array and object is one value, keys are none; `params._meta`, which the
+/// skim reads without keeping, counts alike.
+#[test]
+fn values_are_counted_one_per_scalar_array_and_object() {
+    for (text, count) in [
+        ("0", 1),
+        ("[]", 1),
+        ("{}", 1),
+        (r#"{"a":1}"#, 2),
+        (r#"[{"a":[true,null]},"s",-0.5]"#, 7),
+        (r#"{"a":{"b":{"c":{}}}}"#, 4),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":"p","b":[1,{"c":2}]}}}"#,
+            11,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[1,2]}}"#,
+            8,
+        ),
+        (r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":{"b":1}}}"#, 6),
+    ] {
+        agree(text, &value_limit(count)).unwrap();
+        agree(text, &value_limit(count - 1)).unwrap();
+        assert!(
+            strict_json::parse_value(text, &value_limit(count)).is_ok(),
+            "{text}"
+        );
+        assert!(
+            strict_json::parse_value(text, &value_limit(count - 1)).is_err(),
+            "{text}"
+        );
+        // The envelope readers, whole and skimmed, count alike (a text
+        // that is not a message is refused at the rpc stage at its count).
+        for limit in [count, count - 1] {
+            let json_refused = |stage: Option<Stage>| stage == Some(Stage::Json);
+            let whole = parse_message_borrowed(text, &value_limit(limit)).err();
+            let skimmed = parse_message_skimmed(text, &value_limit(limit), &SKIM).err();
+            assert_eq!(
+                json_refused(whole.map(|r| r.stage)),
+                limit < count,
+                "{text} at {limit}"
+            );
+            assert_eq!(
+                json_refused(skimmed.map(|r| r.stage())),
+                limit < count,
+                "{text} skimmed at {limit}"
+            );
+        }
     }
 }
 

@@ -27,7 +27,7 @@ pub const SCHEMA_BYTES_PER_FRAME: usize = 2;
 /// Settings of one wrap session.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Frame and nesting limits, applied to both directions.
+    /// Frame, nesting and value limits, applied to both directions.
     pub limits: Limits,
     /// What to do after an invalid client frame.
     pub on_invalid: OnInvalid,
@@ -71,6 +71,7 @@ fn default_server() -> ServerSettings {
         on_denied: portcullis_gateway::OnDenied::ToolError,
         max_frame_bytes: portcullis_wire::limits::DEFAULT_MAX_FRAME_BYTES,
         max_depth: portcullis_wire::limits::DEFAULT_MAX_DEPTH,
+        max_frame_values: portcullis_wire::limits::DEFAULT_MAX_VALUES,
         max_id_bytes: portcullis_gateway::policy::DEFAULT_MAX_ID_BYTES,
         max_session_ids: portcullis_gateway::policy::DEFAULT_MAX_SESSION_IDS,
     }
@@ -95,6 +96,7 @@ impl Config {
             limits: Limits {
                 max_frame_bytes: server.max_frame_bytes,
                 max_depth: server.max_depth,
+                max_values: server.max_frame_values,
             },
             on_invalid: server.on_invalid,
             max_id_bytes: server.max_id_bytes,

@@ -15,14 +15,10 @@ use super::{CHUNK_BYTES, Failure, read_chunk};
 /// Check inbound frames exactly as the gateway's wire stages would.
 pub(super) fn inspect_client<W: Write>(
     input: &mut dyn Read,
-    max_frame_bytes: usize,
+    limits: &Limits,
     report: &mut Report<W>,
 ) -> Result<(), Failure> {
-    let limits = Limits {
-        max_frame_bytes,
-        ..Limits::default()
-    };
-    let mut reader = FrameReader::new(max_frame_bytes);
+    let mut reader = FrameReader::new(limits.max_frame_bytes);
     let mut buf = vec![0; CHUNK_BYTES];
     loop {
         let n = read_chunk(input, &mut buf)?;
@@ -30,11 +26,11 @@ pub(super) fn inspect_client<W: Write>(
             break;
         }
         reader.feed(&buf[..n], |line, event| {
-            client_event(line, event, &limits, report);
+            client_event(line, event, limits, report);
         });
         report.check()?;
     }
-    reader.finish(|line, event| client_event(line, event, &limits, report));
+    reader.finish(|line, event| client_event(line, event, limits, report));
     report.check()
 }
 

@@ -35,7 +35,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, anyhow};
 use clap::{Args, ValueEnum};
-use portcullis_wire::limits::DEFAULT_MAX_FRAME_BYTES;
+use portcullis_wire::Limits;
+use portcullis_wire::limits::{DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_VALUES};
 
 use self::client::inspect_client;
 use self::report::Report;
@@ -68,9 +69,19 @@ pub struct InspectArgs {
         long,
         value_name = "N",
         default_value_t = DEFAULT_MAX_FRAME_BYTES,
-        value_parser = parse_max_frame_bytes,
+        value_parser = parse_at_least_one,
     )]
     pub max_frame_bytes: usize,
+
+    /// Most JSON values one client frame may hold (scalars, arrays and
+    /// objects, at any depth), as the policy's `max_frame_values` sets it.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = DEFAULT_MAX_VALUES,
+        value_parser = parse_at_least_one,
+    )]
+    pub max_frame_values: usize,
 
     /// File of newline-delimited frames; `-` reads standard input.
     #[arg(value_name = "FILE", default_value = "-")]
@@ -86,7 +97,7 @@ pub enum Direction {
     Server,
 }
 
-fn parse_max_frame_bytes(s: &str) -> Result<usize, String> {
+fn parse_at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
@@ -108,7 +119,14 @@ pub fn run(args: &InspectArgs, out: impl Write) -> anyhow::Result<ExitCode> {
     };
     let mut report = Report::new(BufWriter::new(out), args.json);
     let outcome = match args.direction {
-        Direction::Client => inspect_client(&mut input, args.max_frame_bytes, &mut report),
+        Direction::Client => {
+            let limits = Limits {
+                max_frame_bytes: args.max_frame_bytes,
+                max_values: args.max_frame_values,
+                ..Limits::default()
+            };
+            inspect_client(&mut input, &limits, &mut report)
+        }
         Direction::Server => inspect_server(&mut input, args.max_frame_bytes, &mut report),
     }
     .and_then(|()| report.finish());

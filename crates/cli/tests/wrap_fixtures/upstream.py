@@ -16,7 +16,8 @@ Usage: upstream.py MODE
   lingers        ignores end of input and SIGTERM
   flood          like good, plus after every ping answer an over-long junk
                  line ($FLOOD_BYTES, default 2 MiB) and an unsolicited answer
-                 nearly a frame long; received lines are not logged
+                 nearly a frame long; received lines are not logged (nor
+                 under dense)
   asks-then-cancels
                  on the Nth tools/call asks the client (elicitation/create,
                  sampling/createMessage, roots/list in turn, id "ask-N"),
@@ -30,6 +31,11 @@ Usage: upstream.py MODE
   huge-answer    answers tools/call with a text of $HUGE_BYTES (default 1 MiB);
                  when the message is "id-last" the id is the answer's last
                  member, else it comes first
+  dense          like good, but a ping whose params name an "answer" is
+                 answered with a result dense in small JSON values:
+                 "objects" fills a line of $DENSE_BYTES with {"a":1},
+                 "chains" with one-member objects nested 30 deep, and
+                 "limit" holds exactly $DENSE_VALUES values in all
 """
 
 import json
@@ -74,6 +80,25 @@ def echo_tool():
     }
 
 
+CHAIN = '{"a":' * 30 + "{}" + "}" * 30
+CHAIN_VALUES = 31
+
+
+def dense_answer(request_id, answer):
+    """One response line whose result is {"x": [...]} dense in values."""
+    head = '{"jsonrpc":"2.0","id":' + json.dumps(request_id) + ',"result":{"x":['
+    tail = "]}}"
+    if answer == "limit":
+        # The frame's object, "2.0", the id, the result and "x" are five.
+        left = int(os.environ["DENSE_VALUES"]) - 5
+        items = [CHAIN] * (left // CHAIN_VALUES) + ["0"] * (left % CHAIN_VALUES)
+    else:
+        unit = '{"a":1}' if answer == "objects" else CHAIN
+        room = int(os.environ["DENSE_BYTES"]) - len(head) - len(tail)
+        items = [unit] * (room // (len(unit) + 1))
+    return head + ",".join(items) + tail + "\n"
+
+
 def main():
     global calls
     print(f"upstream started pid={os.getpid()}", file=sys.stderr, flush=True)
@@ -81,7 +106,7 @@ def main():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     flood = int(os.environ.get("FLOOD_BYTES", 2 * 1024 * 1024))
     for line in sys.stdin:
-        if MODE != "flood":
+        if MODE not in ("flood", "dense"):
             print("recv: " + line.rstrip("\n"), file=sys.stderr, flush=True)
         message = json.loads(line)
         method = message.get("method")
@@ -136,6 +161,9 @@ def main():
                 continue
             text = message["params"]["arguments"]["message"]
             result = {"content": [{"type": "text", "text": text}]}
+        elif MODE == "dense" and method == "ping" and "answer" in message.get("params", {}):
+            write(dense_answer(message["id"], message["params"]["answer"]))
+            continue
         else:
             result = {}
         response = {"jsonrpc": "2.0", "id": message["id"], "result": result}

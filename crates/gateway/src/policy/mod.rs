@@ -123,6 +123,8 @@ pub struct ServerSettings {
     pub max_frame_bytes: usize,
     /// Deepest accepted JSON nesting.
     pub max_depth: usize,
+    /// Most JSON values one frame may hold.
+    pub max_frame_values: usize,
     /// Longest accepted string request id, in bytes.
     pub max_id_bytes: usize,
     /// Request ids one session remembers (for reuse detection): each
@@ -392,6 +394,12 @@ pub const DEFAULT_MAX_SESSION_IDS: usize = 100_000;
 
 /// Largest `max_frame_bytes` a policy may set: 64 MiB.
 pub const MAX_FRAME_BYTES_CEILING: u64 = 64 * 1024 * 1024;
+/// Smallest `max_frame_values` a policy may set: room for an
+/// `initialize` with its capabilities and client info.
+pub const MAX_FRAME_VALUES_FLOOR: u64 = 64;
+/// Largest `max_frame_values` a policy may set: 2^20 values, about 900 MiB
+/// of tree at the costliest shape.
+pub const MAX_FRAME_VALUES_CEILING: u64 = 1024 * 1024;
 
 impl Policy {
     /// Read and validate a policy file. Credentials are not resolved here;

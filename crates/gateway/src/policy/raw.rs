@@ -43,6 +43,7 @@ pub(super) struct RawServer {
     pub(super) on_denied: OnDenied,
     pub(super) max_frame_bytes: Option<u64>,
     pub(super) max_depth: Option<u64>,
+    pub(super) max_frame_values: Option<u64>,
     pub(super) max_id_bytes: Option<u64>,
     pub(super) max_session_ids: Option<u64>,
 }

@@ -10,8 +10,8 @@ use super::url_template::{parse_url_template, port_number};
 use super::{
     CredentialSource, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SESSION_IDS,
     DEFAULT_TIMEOUT, HostPort, HttpMethod, HttpSpec, LiteralOrigin, Location,
-    MAX_FRAME_BYTES_CEILING, Policy, PolicyError, ServerSettings, SshSpec, TargetSpec, ToolSpec,
-    WrapSettings, default_port, normalize_host,
+    MAX_FRAME_BYTES_CEILING, MAX_FRAME_VALUES_CEILING, MAX_FRAME_VALUES_FLOOR, Policy, PolicyError,
+    ServerSettings, SshSpec, TargetSpec, ToolSpec, WrapSettings, default_port, normalize_host,
 };
 use crate::schema::ToolSchema;
 use crate::template::Template;
@@ -133,6 +133,16 @@ impl Validator<'_> {
                 ),
             ));
         }
+        let max_frame_values = raw
+            .max_frame_values
+            .unwrap_or(portcullis_wire::limits::DEFAULT_MAX_VALUES as u64);
+        if !(MAX_FRAME_VALUES_FLOOR..=MAX_FRAME_VALUES_CEILING).contains(&max_frame_values) {
+            return Err(self.err(
+                None,
+                "server.max_frame_values",
+                format!("must be between {MAX_FRAME_VALUES_FLOOR} and {MAX_FRAME_VALUES_CEILING}"),
+            ));
+        }
         let max_id_bytes = raw.max_id_bytes.unwrap_or(DEFAULT_MAX_ID_BYTES as u64);
         if !(16..=65_536).contains(&max_id_bytes) {
             return Err(self.err(None, "server.max_id_bytes", "must be between 16 and 65536"));
@@ -157,6 +167,7 @@ impl Validator<'_> {
             on_denied: raw.on_denied,
             max_frame_bytes: max_frame_bytes as usize,
             max_depth: max_depth as usize,
+            max_frame_values: max_frame_values as usize,
             max_id_bytes: max_id_bytes as usize,
             max_session_ids: max_session_ids as usize,
         })

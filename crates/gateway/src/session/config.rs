@@ -28,6 +28,7 @@ impl Config {
             limits: Limits {
                 max_frame_bytes: policy.server.max_frame_bytes,
                 max_depth: policy.server.max_depth,
+                max_values: policy.server.max_frame_values,
             },
             max_id_bytes: policy.server.max_id_bytes,
             max_session_ids: policy.server.max_session_ids,

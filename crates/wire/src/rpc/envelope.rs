@@ -11,15 +11,17 @@ use crate::json::Json;
 use crate::strict_json::{Fault, Reader, Skim};
 
 /// Read `text` as one strict JSON value into an envelope; `depth` levels of
-/// arrays and objects may open, the top level included. With `skim`,
-/// `params` is read as [`Reader::skimmed`] reads it.
+/// arrays and objects may open, the top level included, and `max_values`
+/// values may be read, the top level included. With `skim`, `params` is
+/// read as [`Reader::skimmed`] reads it.
 pub(super) fn read<'a>(
     text: &'a str,
     depth: usize,
+    max_values: usize,
     skim: Option<&Skim>,
 ) -> Result<Envelope<'a>, Fault> {
-    Reader::read_whole(text, |reader| {
-        if !reader.open_object() {
+    Reader::read_whole(text, max_values, |reader| {
+        if !reader.open_object()? {
             return Ok(match reader.value(depth)? {
                 Json::Array(_) => Envelope::Array,
                 scalar => Envelope::Scalar(scalar.kind()),

@@ -150,13 +150,14 @@ fn read_message<'a>(
     limits: &Limits,
     skim: Option<&Skim>,
 ) -> Result<RpcMessage<'a, Object<'a>>, Unworded<'a>> {
-    let envelope = envelope::read(text, limits.effective_depth(), skim).map_err(|fault| {
-        Unworded(Refused::Json {
-            text,
-            limits: *limits,
-            fault,
-        })
-    })?;
+    let envelope = envelope::read(text, limits.effective_depth(), limits.max_values, skim)
+        .map_err(|fault| {
+            Unworded(Refused::Json {
+                text,
+                limits: *limits,
+                fault,
+            })
+        })?;
     classify(envelope).map_err(|(reason, id)| {
         Rejection::new(Stage::Rpc, INVALID_REQUEST, reason, text.as_bytes())
             .with_id(id)

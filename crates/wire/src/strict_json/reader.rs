@@ -40,6 +40,8 @@ impl fmt::Display for Fault {
 
 const UNSAFE_INTEGER: &str = "integer beyond ±(2^53−1) cannot be represented exactly";
 
+const TOO_MANY_VALUES: &str = "frame exceeds max_frame_values";
+
 /// Objects with more members than this find duplicates through a hash set
 /// rather than by scanning the members read so far, so a frame full of keys
 /// costs linear time.
@@ -88,16 +90,24 @@ impl<'a> Keys<'a> {
 pub(crate) struct Reader<'a> {
     text: &'a str,
     pos: usize,
+    /// How many more values the text may hold ([`crate::Limits::max_values`]).
+    values_left: usize,
 }
 
 impl<'a> Reader<'a> {
     /// Run `read` over the whole of `text`, which must hold one value and
-    /// nothing but whitespace after it.
+    /// nothing but whitespace after it, and at most `max_values` values in
+    /// all.
     pub(crate) fn read_whole<T>(
         text: &'a str,
+        max_values: usize,
         read: impl FnOnce(&mut Self) -> Result<T, Fault>,
     ) -> Result<T, Fault> {
-        let mut reader = Reader { text, pos: 0 };
+        let mut reader = Reader {
+            text,
+            pos: 0,
+            values_left: max_values,
+        };
         let value = read(&mut reader)?;
         reader.skip_whitespace();
         if reader.pos != text.len() {
@@ -133,10 +143,27 @@ impl<'a> Reader<'a> {
             .ok_or(self.fault("nesting exceeds the depth limit"))
     }
 
+    /// One more value, counted before it is read: every value, kept or
+    /// skipped, scalar or not, so no frame builds or walks more than the
+    /// limit allows.
+    fn count_value(&mut self) -> Result<(), Fault> {
+        match self.values_left.checked_sub(1) {
+            Some(left) => {
+                self.values_left = left;
+                Ok(())
+            }
+            None => Err(self.fault(TOO_MANY_VALUES)),
+        }
+    }
+
     /// Any value; `remaining` is how many more levels of arrays or objects
     /// may open.
     pub(crate) fn value(&mut self, remaining: usize) -> Result<Json<'a>, Fault> {
-        match self.peek_token() {
+        let first = self.peek_token();
+        if first.is_some_and(starts_value) {
+            self.count_value()?;
+        }
+        match first {
             Some(b'"') => {
                 self.pos += 1;
                 self.string().map(Json::String)
@@ -211,10 +238,12 @@ impl<'a> Reader<'a> {
         if self.peek_token() != Some(b'{') {
             return self.value(remaining);
         }
+        self.count_value()?;
         let child = self.enter(remaining)?;
         self.pos += 1;
         self.object_with(child, |reader, key, child| {
             if key == skim.member && reader.peek_token() == Some(b'{') {
+                reader.count_value()?;
                 let grandchild = reader.enter(child)?;
                 reader.pos += 1;
                 reader.kept_members(grandchild, skim.keep).map(Json::Object)
@@ -250,6 +279,7 @@ impl<'a> Reader<'a> {
     fn skip(&mut self, remaining: usize) -> Result<(), Fault> {
         match self.peek_token() {
             Some(b'{') => {
+                self.count_value()?;
                 let child = self.enter(remaining)?;
                 self.pos += 1;
                 let mut keys = Keys::default();
@@ -261,12 +291,14 @@ impl<'a> Reader<'a> {
                 })
             }
             Some(b'[') => {
+                self.count_value()?;
                 let child = self.enter(remaining)?;
                 self.pos += 1;
                 self.elements(|reader| reader.skip(child))
             }
             // Scalars build no tree; a string with escapes is unescaped
-            // (that is where an escape is judged) and dropped.
+            // (that is where an escape is judged) and dropped. They are
+            // counted there.
             _ => self.value(remaining).map(drop),
         }
     }
@@ -303,13 +335,14 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Consume a `{` if one comes next.
-    pub(crate) fn open_object(&mut self) -> bool {
+    /// Consume a `{` if one comes next, counting it as a value.
+    pub(crate) fn open_object(&mut self) -> Result<bool, Fault> {
         let open = self.peek_token() == Some(b'{');
         if open {
+            self.count_value()?;
             self.pos += 1;
         }
-        open
+        Ok(open)
     }
 
     /// An array whose `[` was consumed; `child` levels remain below it.
@@ -531,6 +564,14 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Whether a value starts with `byte` (it may still turn out malformed).
+fn starts_value(byte: u8) -> bool {
+    matches!(
+        byte,
+        b'"' | b'{' | b'[' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n'
+    )
+}
+
 fn skip_digits(bytes: &[u8], mut at: usize) -> usize {
     while let Some(b'0'..=b'9') = bytes.get(at) {
         at += 1;
@@ -662,7 +703,7 @@ mod tests {
     /// The reader's own account, used only if the reference ever accepted
     /// a text the reader refused: the rule it applied and the byte where.
     fn fallback(text: &str) -> String {
-        Reader::read_whole(text, |reader| reader.value(4))
+        Reader::read_whole(text, 8, |reader| reader.value(4))
             .expect_err(text)
             .to_string()
     }
@@ -671,5 +712,9 @@ mod tests {
     fn a_fallback_refusal_names_the_rule_and_the_byte() {
         assert_eq!(fallback("[1,]"), "expected value at byte 3");
         assert_eq!(fallback("{} x"), "trailing characters at byte 3");
+        assert_eq!(
+            fallback("[1,2,3,4,5,6,7,8]"),
+            "frame exceeds max_frame_values at byte 15"
+        );
     }
 }

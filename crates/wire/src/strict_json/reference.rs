@@ -12,6 +12,8 @@
 //! - duplicate keys are found by the visitors, after unescaping;
 //! - depth is counted by the visitors and refused past the limit before
 //!   recursing further;
+//! - values are counted by the visitors, each scalar, array and object as
+//!   serde_json hands it over, and the first past the limit is refused;
 //! - trailing content is refused by `Deserializer::end`;
 //! - without `arbitrary_precision` serde_json hands integer-syntax numbers
 //!   beyond 64 bits to the visitors as floats, indistinguishable from
@@ -22,6 +24,7 @@
 //!   decoded, which these visitors always do.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -35,14 +38,46 @@ use crate::rejection::{Rejection, Stage};
 
 /// Parse `text` as exactly one strict JSON value, through serde_json.
 pub fn parse_value(text: &str, limits: &Limits) -> Result<Value, Rejection> {
-    let value = parse_with(text, StrictValue::<true>::new(limits.effective_depth()))?;
+    let budget = Budget::new(limits.max_values);
+    let value = parse_with(text, StrictValue::<true>::new(limits, &budget))?;
     Ok(value.expect("a kept reading has a value"))
 }
 
 /// The verdict [`parse_value`] gives `text`, worded alike, without building
 /// the value.
 pub fn verdict(text: &str, limits: &Limits) -> Result<(), Rejection> {
-    parse_with(text, StrictValue::<false>::new(limits.effective_depth())).map(drop)
+    let budget = Budget::new(limits.max_values);
+    parse_with(text, StrictValue::<false>::new(limits, &budget)).map(drop)
+}
+
+/// The values one reading may still see, out of `limit`.
+#[derive(Debug)]
+struct Budget {
+    limit: usize,
+    seen: Cell<usize>,
+}
+
+impl Budget {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            seen: Cell::new(0),
+        }
+    }
+
+    /// One more value; refused once there are more than the limit.
+    fn take<E: de::Error>(&self) -> Result<(), E> {
+        let seen = self.seen.get() + 1;
+        self.seen.set(seen);
+        if seen > self.limit {
+            Err(E::custom(format_args!(
+                "frame exceeds max_frame_values ({})",
+                self.limit
+            )))
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Run `seed` over the whole of `text`, which must hold one value and
@@ -123,23 +158,29 @@ fn json_rejection(err: &serde_json::Error, frame: &[u8]) -> Rejection {
 }
 
 /// Seed for any strict JSON value; `remaining` is how many more levels of
-/// arrays or objects may open. With `KEEP` it builds the value; without, it
-/// applies the same rules to the same tokens and builds nothing (a refusal
-/// needs only the verdict and its wording, and a refused frame may be a
-/// fuzzer's 8 KiB of nested garbage).
+/// arrays or objects may open, `budget` the values the whole reading may
+/// still see. With `KEEP` it builds the value; without, it applies the
+/// same rules to the same tokens and builds nothing (a refusal needs only
+/// the verdict and its wording, and a refused frame may be a fuzzer's
+/// 8 KiB of nested garbage).
 #[derive(Debug, Clone, Copy)]
-struct StrictValue<const KEEP: bool> {
+struct StrictValue<'b, const KEEP: bool> {
     remaining: usize,
+    budget: &'b Budget,
 }
 
-impl<const KEEP: bool> StrictValue<KEEP> {
-    fn new(remaining: usize) -> Self {
-        Self { remaining }
+impl<'b, const KEEP: bool> StrictValue<'b, KEEP> {
+    fn new(limits: &Limits, budget: &'b Budget) -> Self {
+        Self {
+            remaining: limits.effective_depth(),
+            budget,
+        }
     }
 
     fn child(self) -> Self {
         Self {
             remaining: self.remaining - 1,
+            ..self
         }
     }
 
@@ -157,7 +198,7 @@ impl<const KEEP: bool> StrictValue<KEEP> {
     }
 }
 
-impl<'de, const KEEP: bool> DeserializeSeed<'de> for StrictValue<KEEP> {
+impl<'de, const KEEP: bool> DeserializeSeed<'de> for StrictValue<'_, KEEP> {
     type Value = Option<Value>;
 
     fn deserialize<D: de::Deserializer<'de>>(self, de: D) -> Result<Option<Value>, D::Error> {
@@ -182,7 +223,7 @@ fn check_float<E: de::Error>(v: f64) -> Result<Number, E> {
     Number::from_f64(v).ok_or_else(|| E::custom("number is not finite"))
 }
 
-impl<'de, const KEEP: bool> Visitor<'de> for StrictValue<KEEP> {
+impl<'de, const KEEP: bool> Visitor<'de> for StrictValue<'_, KEEP> {
     type Value = Option<Value>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -190,33 +231,40 @@ impl<'de, const KEEP: bool> Visitor<'de> for StrictValue<KEEP> {
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Option<Value>, E> {
+        self.budget.take()?;
         Ok(Self::keep(|| Value::Bool(v)))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Option<Value>, E> {
+        self.budget.take()?;
         check_integer(v.into())?;
         Ok(Self::keep(|| Value::Number(v.into())))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Option<Value>, E> {
+        self.budget.take()?;
         check_integer(v.into())?;
         Ok(Self::keep(|| Value::Number(v.into())))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Option<Value>, E> {
+        self.budget.take()?;
         let number = check_float(v)?;
         Ok(Self::keep(|| Value::Number(number)))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Value>, E> {
+        self.budget.take()?;
         Ok(Self::keep(|| Value::String(v.to_owned())))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Option<Value>, E> {
+        self.budget.take()?;
         Ok(Self::keep(|| Value::Null))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Value>, A::Error> {
+        self.budget.take()?;
         let child = self.enter()?;
         let mut items = Vec::new();
         while let Some(item) = seq.next_element_seed(child)? {
@@ -226,6 +274,7 @@ impl<'de, const KEEP: bool> Visitor<'de> for StrictValue<KEEP> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Value>, A::Error> {
+        self.budget.take()?;
         let child = self.enter()?;
         let mut object = Map::new();
         // Without `KEEP` the keys seen so far, borrowed from the text unless
