@@ -938,3 +938,108 @@ fn the_id_of_an_over_long_answer_is_read_only_where_it_surely_is_one() {
     assert_eq!(id(br#"{"result":{"x":1},"id":7"#), None);
     assert_eq!(id(br#"{"jsonrpc":"2.0","id":7"#), None);
 }
+
+/// Every scalar, array and object of `value`, once.
+fn values_in(value: &Value) -> usize {
+    1 + match value {
+        Value::Array(items) => items.iter().map(values_in).sum(),
+        Value::Object(members) => members.values().map(values_in).sum(),
+        _ => 0,
+    }
+}
+
+/// An input schema of exactly 50 values: the object, "object", the
+/// properties, fifteen properties of a type and a description (three
+/// values each) and a `required` list of one.
+fn schema_of_50_values(tool: usize) -> Value {
+    let mut properties = serde_json::Map::new();
+    for p in 0..15 {
+        properties.insert(
+            format!("p{p}"),
+            json!({"type": "string", "description": format!("property {p} of tool {tool}")}),
+        );
+    }
+    let schema = json!({"type": "object", "properties": properties, "required": ["p0"]});
+    assert_eq!(values_in(&schema), 50);
+    schema
+}
+
+/// docs/policy.md, `max_frame_values`: real traffic is far below the
+/// default. A `tools/list` of 200 tools with 50-value schemas and a tool
+/// result of a few thousand values pass; the same result past the limit
+/// is quarantined, and a client frame past it is refused as JSON (-32700).
+#[test]
+fn real_traffic_passes_the_default_value_limit_and_a_denser_line_does_not() {
+    let limit = Config::default().limits.max_values;
+    assert_eq!(limit, 16_384);
+    let mut s = Session::new(Config::default());
+    s.handshake();
+    let tools: Vec<Value> = (0..200)
+        .map(|t| {
+            json!({"name": format!("tool{t}"), "description": format!("Tool number {t}"),
+                   "inputSchema": schema_of_50_values(t)})
+        })
+        .collect();
+    let listing = json!({"tools": tools});
+    assert!(values_in(&listing) > 10_000, "{}", values_in(&listing));
+    // The listing is read and answered (the tools past the session's
+    // budget for compiled schemas, a limit of its own, are withheld).
+    let shown = s.list(10, listing["tools"].clone());
+    assert!(s.seen.quarantined.is_empty());
+    let withheld_for_budget = s
+        .seen
+        .audit
+        .iter()
+        .filter(
+            |r| matches!(r, AuditRecord::ToolWithheld { reason, .. } if reason.contains("budget")),
+        )
+        .count();
+    assert_eq!(shown.len() + withheld_for_budget, 200);
+    assert_eq!(names(&shown[..1]), ["tool0"]);
+
+    // A result whose rows are objects of four members.
+    let result = |rows: usize| {
+        let rows: Vec<Value> = (0..rows)
+            .map(|r| json!({"id": r, "name": format!("row {r}"), "ok": true, "score": 0.5}))
+            .collect();
+        json!({"content": [{"type": "text", "text": "rows"}], "structuredContent": {"rows": rows}})
+    };
+    s.call(11, "tool0", json!({"p0": "a", "p1": "b"}));
+    let upstream_id = s.last_upstream()["id"].clone();
+    let few_thousand = result(1000);
+    assert!(values_in(&few_thousand) > 5000);
+    s.upstream(&json!({"jsonrpc":"2.0","id":upstream_id,"result":few_thousand}).to_string());
+    assert_eq!(s.last_client()["id"], 11);
+    assert_eq!(s.last_client()["result"], few_thousand);
+
+    s.call(12, "tool0", json!({"p0": "a", "p1": "b"}));
+    let upstream_id = s.last_upstream()["id"].clone();
+    let past = json!({"jsonrpc":"2.0","id":upstream_id,"result":result(limit / 5)});
+    assert!(values_in(&past) > limit);
+    s.upstream(&past.to_string());
+    assert_eq!(s.seen.quarantined.len(), 1);
+    assert_eq!(
+        s.last_client()["id"],
+        11,
+        "nothing of the dense line went on"
+    );
+
+    // A client frame past the limit, in a session with nothing in flight
+    // (so its error is written at once): refused as JSON, and the session
+    // closes on it.
+    let mut s = Session::new(Config::default());
+    s.handshake();
+    let dense_ping = json!({"jsonrpc":"2.0","id":13,"method":"ping","params":{"x":vec![0; limit]}});
+    s.client(&dense_ping.to_string());
+    assert!(matches!(s.seen.end, Some(End::ClientInvalid { .. })));
+    assert_eq!(s.seen.upstream.len(), 2, "only the handshake went up");
+    assert_eq!(s.last_client()["error"]["code"], -32700);
+    assert!(
+        s.last_client()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_frame_values (16384)"),
+        "{}",
+        s.last_client()
+    );
+}
