@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Fixture, Launch, Run, binary, drain, http_policy, python, wait_limited};
+use common::{Fixture, Launch, Run, binary, drain, http_policy, python, vm_hwm_kib, wait_limited};
 use serde_json::Value;
 
 /// Nothing listens here: `check` calls a tool only when asked to.
@@ -60,13 +60,6 @@ fn check_measured(cwd: &Path, options: &[&str], server: &[&str]) -> (Run, u64) {
         elapsed: started.elapsed(),
     };
     (run, peak_kib)
-}
-
-/// A process's peak resident set in KiB, while it runs.
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// `check` against the fixture server in `mode`, with short bounds.

@@ -24,7 +24,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Fixture, Launch, drain, wait_limited};
+use common::{Fixture, Launch, drain, vm_hwm_kib, wait_limited};
 use portcullis_testkit::fakes::FakeHttp;
 
 const MAX_FRAME_BYTES: usize = 1024 * 1024;
@@ -180,19 +180,6 @@ fn round(out: &mut Vec<u8>, round: u64, next_id: &mut u64) -> u64 {
     5 + SMALL_PINGS_PER_ROUND as u64 + 1
 }
 
-/// The child's `VmHWM` in KiB.
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .expect("VmHWM");
-    line.split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .expect("VmHWM in kB")
-}
-
 #[test]
 fn peak_memory_over_a_long_varied_session_stays_within_four_frames_and_32_mib() {
     if !std::path::Path::new("/proc/self/status").exists() {
@@ -282,7 +269,7 @@ fn peak_memory_over_a_long_varied_session_stays_within_four_frames_and_32_mib() 
     answered
         .recv_timeout(Duration::from_secs(600))
         .expect("the last request is answered");
-    let peak_kib = peak_rss_kib(pid);
+    let peak_kib = vm_hwm_kib(pid).expect("VmHWM");
     drop(stdin);
     let status = wait_limited(&mut child, Duration::from_secs(60), &launch.describe());
     let (frames, stdout_bytes) = reader.join().expect("stdout reader");
@@ -441,7 +428,7 @@ fn dense_session(launch: &Launch, frames: Vec<String>) -> Dense {
             answered.push((id.to_owned(), message["result"]["isError"] == true));
         }
     }
-    let peak_kib = peak_rss_kib(pid);
+    let peak_kib = vm_hwm_kib(pid).expect("VmHWM");
     drop(writer.join().expect("writer"));
     let status = wait_limited(&mut child, Duration::from_secs(60), &launch.describe());
     let stderr = String::from_utf8_lossy(&stderr.join().expect("stderr")).into_owned();

@@ -22,7 +22,7 @@ use std::io::{BufReader, Read, Write};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Fixture, Launch, drain};
+use common::{Fixture, Launch, drain, vm_hwm_kib};
 use serde::Deserialize;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde_json::Value;
@@ -46,12 +46,6 @@ type = "object"
 required = ["text"]
 properties.text = { type = "string", pattern = "^[a-z]+$" }
 "#;
-
-fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
 
 /// A JSON array read element by element: how many, and the first.
 #[derive(Debug)]

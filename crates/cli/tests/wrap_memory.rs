@@ -19,20 +19,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::thread;
 
-use common::{Launch, drain, wait_limited};
+use common::{Launch, drain, vm_hwm_kib, wait_limited};
 
 const MAX_FRAME_BYTES: usize = 1024 * 1024;
 const RELEASE_TRAFFIC: usize = 256 * 1024 * 1024;
 const DEBUG_TRAFFIC: usize = 24 * 1024 * 1024;
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
 
 #[test]
 fn peak_memory_is_bounded_by_the_frame_cap_on_both_sides() {
@@ -103,7 +94,7 @@ fn peak_memory_is_bounded_by_the_frame_cap_on_both_sides() {
             answered += 1;
         }
     }
-    let peak_kib = vm_hwm_kib(pid);
+    let peak_kib = vm_hwm_kib(pid).expect("VmHWM");
     drop(writer.join().unwrap());
     let status = wait_limited(
         &mut child,
@@ -232,7 +223,7 @@ fn dense_session(frames: Vec<String>, until: &[&str]) -> Dense {
             answers.insert(id.to_owned(), message.get("error").is_none());
         }
     }
-    let peak_kib = vm_hwm_kib(pid);
+    let peak_kib = vm_hwm_kib(pid).expect("VmHWM");
     drop(writer.join().unwrap());
     let status = wait_limited(
         &mut child,

@@ -20,7 +20,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{binary, drain, python, wait_limited};
+use common::{binary, drain, python, vm_hwm_kib, wait_limited};
 use serde_json::{Value, json};
 
 /// The frame cap of the schema test: every page is just under it.
@@ -143,15 +143,6 @@ impl Session {
     }
 }
 
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM")
-}
-
 fn journal(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -223,7 +214,7 @@ fn schemas_that_compile_huge_are_withheld_and_memory_stays_within_the_bound() {
         PING_LIMIT,
     );
     assert_eq!(call["result"]["content"][0]["text"], "still here", "{call}");
-    let peak_kib = vm_hwm_kib(pid);
+    let peak_kib = vm_hwm_kib(pid).expect("VmHWM");
     let (code, stderr) = s.finish();
     assert_eq!(code, Some(0), "{stderr}");
 

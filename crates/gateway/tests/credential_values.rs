@@ -6,6 +6,8 @@
 //! blocks on a FIFO and never reads a device.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -181,12 +183,23 @@ fn an_environment_credential_too_short_or_too_long_is_a_problem() {
     const SHORT: &str = "PORTCULLIS_TEST_TOKEN_SHORT";
     const LONG: &str = "PORTCULLIS_TEST_TOKEN_LONG";
     const FOUR: &str = "PORTCULLIS_TEST_TOKEN_FOUR";
+    const BINARY: &str = "PORTCULLIS_TEST_TOKEN_BINARY";
+    const BINARY_LONG: &str = "PORTCULLIS_TEST_TOKEN_BINARY_LONG";
+    const AT_LIMIT: &str = "PORTCULLIS_TEST_TOKEN_AT_LIMIT";
+    const BINARY_AT_LIMIT: &str = "PORTCULLIS_TEST_TOKEN_BINARY_AT_LIMIT";
     const NAME: &str = "an_environment_credential_too_short_or_too_long_is_a_problem";
     if std::env::var_os(SHORT).is_some() {
         let store = resolve(&[
             ("short", CredentialSource::Env(SHORT.into())),
             ("long", CredentialSource::Env(LONG.into())),
             ("four", CredentialSource::Env(FOUR.into())),
+            ("binary", CredentialSource::Env(BINARY.into())),
+            ("binary-long", CredentialSource::Env(BINARY_LONG.into())),
+            ("at-limit", CredentialSource::Env(AT_LIMIT.into())),
+            (
+                "binary-at-limit",
+                CredentialSource::Env(BINARY_AT_LIMIT.into()),
+            ),
         ]);
         assert!(store.get("short").is_none());
         assert_eq!(
@@ -202,6 +215,26 @@ fn an_environment_credential_too_short_or_too_long_is_a_problem() {
             format!("environment variable {LONG} is longer than 65536 bytes")
         );
         assert_eq!(store.get("four").map(Secret::expose), Some("q#Zx"));
+        // Not UTF-8: said so when short, and the length still wins when long.
+        assert_eq!(
+            store.problems()["binary"],
+            format!("environment variable {BINARY} is not UTF-8 text")
+        );
+        assert_eq!(
+            store.problems()["binary-long"],
+            format!("environment variable {BINARY_LONG} is longer than 65536 bytes")
+        );
+        // Exactly the limit is within it.
+        assert_eq!(
+            store.get("at-limit").map(|s| s.expose().len()),
+            Some(MAX_CREDENTIAL_BYTES),
+            "{:?}",
+            store.problems().get("at-limit")
+        );
+        assert_eq!(
+            store.problems()["binary-at-limit"],
+            format!("environment variable {BINARY_AT_LIMIT} is not UTF-8 text")
+        );
         return;
     }
     let child = std::process::Command::new(std::env::current_exe().unwrap())
@@ -209,6 +242,16 @@ fn an_environment_credential_too_short_or_too_long_is_a_problem() {
         .env(SHORT, " q#Z\n")
         .env(LONG, "k".repeat(MAX_CREDENTIAL_BYTES + 1))
         .env(FOUR, "q#Zx")
+        .env(BINARY, OsStr::from_bytes(b"tok\xffen"))
+        .env(
+            BINARY_LONG,
+            OsStr::from_bytes(&[0xff; MAX_CREDENTIAL_BYTES + 1]),
+        )
+        .env(AT_LIMIT, "k".repeat(MAX_CREDENTIAL_BYTES))
+        .env(
+            BINARY_AT_LIMIT,
+            OsStr::from_bytes(&[0xff; MAX_CREDENTIAL_BYTES]),
+        )
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&child.stdout);

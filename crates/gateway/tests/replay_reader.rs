@@ -297,3 +297,57 @@ fn chunkings_split_as_documented() {
     );
     assert_eq!(split(Chunking::Sizes(vec![5])), [&b"abcde"[..], b"fg"]);
 }
+
+/// A call the client cancels while it runs: with outcomes reported at end
+/// of input the cancel comes first and the outcome is never reported (the
+/// gateway forgot the ticket); when outcomes are reported at the end of each
+/// read, the one read holding the call and its cancel has already run the
+/// call, and its outcome is reported as it happened.
+#[test]
+fn a_call_cancelled_while_it_runs_is_reported_per_the_completion_schedule() {
+    use portcullis_gateway::replay::{Completion, run_session_scheduled};
+    let mut bytes = capture_prefix();
+    bytes.extend_from_slice(
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"service_status","arguments":{"service":"api"}}}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}
+"#,
+    );
+    let policy = policy(OnInvalid::Close);
+
+    let recorder = Recorder::default();
+    let at_end = run_session_scheduled(
+        &policy,
+        &bytes,
+        &Chunking::Whole,
+        &recorder,
+        Completion::AtEndOfInput,
+    );
+    assert_eq!(at_end.journal.len(), 1, "{:?}", at_end.journal);
+    assert_eq!(
+        at_end.journal[0].outcome, None,
+        "cancelled before its outcome came back"
+    );
+
+    let recorder = Recorder::default();
+    let per_read = run_session_reader(&policy, &mut bytes.as_slice(), Reads::Whole, &recorder)
+        .expect("an in-memory read cannot fail");
+    assert_eq!(per_read.journal.len(), 1, "{:?}", per_read.journal);
+    assert_eq!(
+        per_read.journal[0].outcome,
+        Some(false),
+        "ran within its read: reported"
+    );
+}
+
+/// `initialize` and `notifications/initialized`.
+fn capture_prefix() -> Vec<u8> {
+    let whole = capture();
+    let second_newline = whole
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(1)
+        .map(|(i, _)| i)
+        .expect("the capture starts with the handshake");
+    whole[..=second_newline].to_vec()
+}

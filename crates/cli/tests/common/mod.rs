@@ -208,6 +208,14 @@ impl Launch {
     }
 }
 
+/// A process's peak resident set (`VmHWM`) in KiB, while it runs; `None`
+/// once it has gone.
+pub fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Read a pipe to its end on a thread.
 pub fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<Vec<u8>> {
     thread::spawn(move || {

@@ -54,6 +54,20 @@ def size(value):
     return len(json.dumps(value, separators=(",", ":")))
 
 
+def values(value):
+    """JSON values in `value`, counted as the wrapper's max_frame_values does."""
+    if isinstance(value, dict):
+        return 1 + sum(values(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(values(v) for v in value)
+    return 1
+
+
+# A page stays within the wrapper's default budget of JSON values a frame
+# (16384), so what is judged is the schemas' compiled cost, not the parse.
+PAGE_VALUES = 15000
+
+
 def regex_schema(tool, n):
     # Each pattern is distinct (so none is shared), small as text and
     # hundreds of kilobytes once compiled.
@@ -78,17 +92,20 @@ def wide_schema(n):
 
 
 def fill(make, first_name, budget):
-    """Tools from make(i) while the page stays under budget bytes."""
+    """Tools from make(i) while the page stays under budget bytes and
+    PAGE_VALUES values."""
     tools = []
     used = 32
+    counted = 8
     i = 0
     while True:
         tool = {"name": f"{first_name}{i}", "inputSchema": make(i)}
         cost = size(tool) + 1
-        if used + cost > budget:
+        if used + cost > budget or counted + values(tool) > PAGE_VALUES:
             return tools
         tools.append(tool)
         used += cost
+        counted += values(tool)
         i += 1
 
 
@@ -100,7 +117,7 @@ def page_tools(page):
     if kind == 1:
         return fill(lambda i: deep_long_keys_schema(2000, 300, str(i)), f"deep{page}_", budget)
     if kind == 2:
-        return fill(lambda i: wide_schema(20000), f"wide{page}_", budget)
+        return fill(lambda i: wide_schema(5000), f"wide{page}_", budget)
     return fill(lambda i: deep_long_keys_schema(100, 80, str(i)), f"near{page}_", budget)
 
 

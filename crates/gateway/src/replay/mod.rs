@@ -218,7 +218,7 @@ const READ_BYTES: usize = 64 * 1024;
 /// How much of a read it hands the gateway at a time: one receive's
 /// effects are held together, and a piece of empty lines gives one
 /// rejection per byte.
-const RECEIVE_BYTES: usize = 4 * 1024;
+const RECEIVE_BYTES: usize = 4096;
 
 /// [`run_session_unchecked`] over a stream: the input is never held whole,
 /// only one read and what the frame reader buffers of an incomplete frame
