@@ -167,31 +167,53 @@ impl Wrap {
             Err((frame, r)) => {
                 let over_long = r.stage == Stage::Framing
                     && self.upstream_prefix.seen > self.config.limits.max_frame_bytes;
+                // A line that starts as the answer to a request in flight
+                // answers it now, whatever made the rest of it unreadable:
+                // the client must not wait out its time limit for an answer
+                // that will never be forwarded.
+                let answers = if over_long {
+                    leading_response_id(&self.upstream_prefix.bytes)
+                } else {
+                    leading_response_id(&frame[..frame.len().min(PREFIX_BYTES)])
+                };
+                let stage = r.stage;
                 self.quarantine(line, r.stage, r.reason, frame, r.fingerprint, effects);
-                if over_long {
-                    self.over_long_answer(effects);
+                if let Some(upstream_id) = answers {
+                    self.unforwardable_answer(upstream_id, over_long, stage, effects);
                 }
             }
         }
     }
 
-    /// An upstream line over the frame cap: when it starts as the answer to
-    /// a request in flight, that request is answered with an error now (the
-    /// rest of the line is discarded unread).
-    fn over_long_answer(&mut self, effects: &mut Vec<Effect>) {
-        let Some(upstream_id) = leading_response_id(&self.upstream_prefix.bytes) else {
-            return;
-        };
+    /// An upstream line that starts as the answer to a request in flight
+    /// but cannot be forwarded (over the frame cap, or refused at a stage):
+    /// that request is answered with an error now.
+    fn unforwardable_answer(
+        &mut self,
+        upstream_id: i64,
+        over_long: bool,
+        stage: Stage,
+        effects: &mut Vec<Effect>,
+    ) {
         let Some(p) = self.pending.remove(&upstream_id) else {
             return;
         };
-        let max = self.config.limits.max_frame_bytes;
         let method = display_name(&p.method);
+        let why = if over_long {
+            format!(
+                "exceeds max_frame_bytes ({})",
+                self.config.limits.max_frame_bytes
+            )
+        } else {
+            format!(
+                "was refused at the {} stage and quarantined",
+                stage.as_str()
+            )
+        };
         effects.push(Effect::Notice(format!(
-            "the upstream's answer to {method} exceeds max_frame_bytes ({max}); the client gets an error instead"
+            "the upstream's answer to {method} {why}; the client gets an error instead"
         )));
-        let message =
-            format!("the upstream server's answer to {method} exceeds max_frame_bytes ({max})");
+        let message = format!("the upstream server's answer to {method} {why}");
         self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, effects);
     }
 

@@ -1018,10 +1018,17 @@ fn real_traffic_passes_the_default_value_limit_and_a_denser_line_does_not() {
     assert!(values_in(&past) > limit);
     s.upstream(&past.to_string());
     assert_eq!(s.seen.quarantined.len(), 1);
-    assert_eq!(
-        s.last_client()["id"],
-        11,
-        "nothing of the dense line went on"
+    // Nothing of the dense line goes on, and the call it answered is
+    // answered with an error at once rather than at its time limit.
+    let answer = s.last_client();
+    assert_eq!(answer["id"], 12, "{answer}");
+    assert!(answer.get("result").is_none(), "{answer}");
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refused at the json stage")),
+        "{answer}"
     );
 
     // A client frame past the limit, in a session with nothing in flight
