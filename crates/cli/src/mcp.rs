@@ -106,6 +106,12 @@ pub struct McpArgs {
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
 
+    /// Key the audit journal with the bytes of the environment variable
+    /// NAME (at least 16): every record then carries an HMAC-SHA-256, so a
+    /// writer without the key cannot rebuild the chain after an edit.
+    #[arg(long, value_name = "NAME", requires = "audit")]
+    audit_key_env: Option<String>,
+
     #[command(flatten)]
     log: LogArgs,
 
@@ -150,7 +156,8 @@ pub fn run(args: &McpArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         );
     }
     let policy = Arc::new(policy);
-    let journal = serve::open_journal(args.audit.as_deref(), Journal::open)?;
+    let key = crate::audit::key_for(args.audit.as_deref(), args.audit_key_env.as_deref())?;
+    let journal = serve::open_journal(args.audit.as_deref(), |path| Journal::open(path, key))?;
     let real = RealExecutor::new();
     let lifetime = crate::shutdown::Lifetime::start(real.ssh().clone());
     let _cleanup = lifetime.exit_guard();

@@ -45,6 +45,12 @@ fn journal(path: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// `portcullis audit verify` on the journal: the chain and pairing judged
+/// by the verifier's own reading.
+fn verify(fx: &Fixture, audit: &Path) -> Run {
+    fx.run(&["audit", "verify", audit.to_str().expect("utf-8 path")])
+}
+
 fn kinds(records: &[Value]) -> Vec<&str> {
     records
         .iter()
@@ -88,10 +94,20 @@ fn a_call_running_at_an_invalid_frame_is_answered_before_the_error_and_exit_3() 
     assert_ends_with_the_parse_error(&run);
     assert_eq!(server.connections(), 1);
     let records = journal(&audit);
-    assert_eq!(kinds(&records), ["intent", "rejection", "outcome"]);
-    assert_eq!(records[1]["line"], 6);
-    assert_eq!(records[2]["executed"], true);
-    assert_eq!(records[2]["is_error"], false);
+    assert_eq!(
+        kinds(&records),
+        [
+            "session_start",
+            "intent",
+            "rejection",
+            "outcome",
+            "session_end"
+        ]
+    );
+    assert_eq!(records[2]["line"], 6);
+    assert_eq!(records[3]["executed"], true);
+    assert_eq!(records[3]["is_error"], false);
+    verify(&fx, &audit).assert_code(0);
 }
 
 #[test]
@@ -115,8 +131,19 @@ fn a_call_still_running_when_the_grace_period_ends_is_answered_interrupted_befor
         "waited past the grace period: {:?}",
         run.elapsed
     );
-    // Its outcome is unknown: the intent stays open.
-    assert_eq!(kinds(&journal(&audit)), ["intent", "rejection"]);
+    // Its outcome is unknown: the intent stays open, and the session still
+    // closes its chain.
+    assert_eq!(
+        kinds(&journal(&audit)),
+        ["session_start", "intent", "rejection", "session_end"]
+    );
+    let verdict = verify(&fx, &audit);
+    verdict.assert_code(0);
+    assert!(
+        String::from_utf8_lossy(&verdict.stdout).contains("interrupted"),
+        "{}",
+        verdict.context()
+    );
 }
 
 /// `on_denied = "close"` follows the same rule: the refused call's tool
@@ -142,7 +169,17 @@ fn a_refused_call_under_on_denied_close_is_answered_after_the_running_call() {
     assert!(!run.tool_result(2).1, "{}", run.context());
     assert!(run.tool_result(3).1, "{}", run.context());
     assert_eq!(server.connections(), 1);
-    assert_eq!(kinds(&journal(&audit)), ["intent", "rejection", "outcome"]);
+    assert_eq!(
+        kinds(&journal(&audit)),
+        [
+            "session_start",
+            "intent",
+            "rejection",
+            "outcome",
+            "session_end"
+        ]
+    );
+    verify(&fx, &audit).assert_code(0);
 }
 
 #[test]

@@ -8,8 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use portcullis_gateway::{ActionTarget, AuthorizedAction, Outcome, RejectionRecord, Ticket};
 use portcullis_wire::Fingerprint;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
-use super::JournalFile;
+use super::{AuditKey, JournalFile};
 
 /// An open audit journal. After a failed write every later append fails,
 /// so every later action is denied.
@@ -19,20 +20,18 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Open `path` for appending (created 0600 when missing).
-    pub fn open(path: &Path) -> io::Result<Self> {
-        JournalFile::open(path).map(|file| Self { file })
+    /// Open `path` for appending (created 0600 when missing) and start
+    /// this run's chain, keyed when `key` is given.
+    pub fn open(path: &Path, key: Option<AuditKey>) -> io::Result<Self> {
+        JournalFile::open(path, "mcp", key).map(|file| Self { file })
     }
 
     fn append(&mut self, kind: &str, body: impl Serialize, sync: bool) -> io::Result<()> {
-        let record = Record {
-            kind,
-            time: rfc3339(SystemTime::now()),
-            session: self.file.session(),
-            body,
+        let body = match serde_json::to_value(body).map_err(io::Error::other)? {
+            Value::Object(members) => members,
+            _ => return Err(io::Error::other("a record body is an object")),
         };
-        let line = serde_json::to_vec(&record).map_err(io::Error::other)?;
-        self.file.write_line(line, sync)
+        self.file.append(kind, body, sync)
     }
 
     /// Record one refused frame.
@@ -110,20 +109,15 @@ impl Journal {
         self.append("outcome", body, false)
     }
 
-    /// Sync everything written so far (at shutdown).
-    pub fn sync(&mut self) {
-        self.file.sync();
+    /// End the session (at shutdown): its closing record, synced.
+    pub fn close(&mut self) {
+        if self.file.is_broken() {
+            return;
+        }
+        if let Err(err) = self.file.close(Map::new()) {
+            tracing::error!(error = %err, "cannot write the end of the session to the audit journal");
+        }
     }
-}
-
-/// One journal line: the common fields first, then the kind's own.
-#[derive(Serialize)]
-struct Record<'a, T> {
-    kind: &'a str,
-    time: String,
-    session: &'a str,
-    #[serde(flatten)]
-    body: T,
 }
 
 /// What became of one action, for [`Journal::outcome`].

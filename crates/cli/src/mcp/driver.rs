@@ -92,7 +92,7 @@ impl Driver {
             }
         };
         if let Some(journal) = &mut self.journal {
-            journal.sync();
+            journal.close();
         }
         let counters = self.gateway.counters();
         tracing::info!(
