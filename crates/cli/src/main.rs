@@ -72,7 +72,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Validate a policy file, or show the tools it exposes.
     Policy(policy_cmd::PolicyArgs),
-    /// Check an audit journal written by `portcullis mcp --audit`.
+    /// Check an audit journal written by `portcullis mcp --audit` or
+    /// `portcullis wrap --audit`: its records, chains and pairings.
     Audit(audit::AuditArgs),
     /// Report, line by line, whether the wire layer accepts a file of
     /// newline-delimited frames.

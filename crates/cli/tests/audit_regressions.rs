@@ -1,7 +1,9 @@
 //! Replays `regressions/audit_verify/`: each `.bin` is a forged audit
 //! journal in which *every* line departs from what `portcullis mcp --audit`
-//! writes. `portcullis audit verify` must exit 1 and name, on stderr, each
-//! line and the member that is wrong.
+//! or `portcullis wrap --audit` writes (its chain may be intact: the
+//! members are what is forged). `portcullis audit verify` must exit 1 and
+//! name, on stderr, each line and the member that is wrong (never the
+//! kind or the chain members, which are genuine).
 
 mod common;
 
@@ -27,7 +29,7 @@ fn forged_journals_are_refused_line_by_line() {
         run.assert_code(1);
         let report = String::from_utf8_lossy(&run.stdout).into_owned();
         assert!(
-            report.contains(&format!("malformed: {lines}\n")),
+            report.contains(&format!("problems: {lines}\n")),
             "{name}: not every line was refused:\n{report}"
         );
         let stderr = run.stderr_text();
@@ -41,6 +43,15 @@ fn forged_journals_are_refused_line_by_line() {
                 said.contains("field \"") || said.contains("unknown member"),
                 "{name}: line {n}: the problem names no member: {said}"
             );
+            // The kind and the chain are genuine in these journals: a
+            // verifier that refuses the line for them does not know the
+            // record it refuses.
+            for genuine in ["field \"kind\"", "\"seq\"", "\"prev\"", "\"mac\""] {
+                assert!(
+                    !said.contains(genuine),
+                    "{name}: line {n}: refused for its {genuine}, which is genuine: {said}"
+                );
+            }
         }
     }
 }

@@ -1,142 +1,122 @@
-//! `portcullis audit verify`: every line held to its record's shape, then
-//! intents paired with outcomes per session and ticket.
+//! `portcullis audit verify`: the journal read as a stream, each line
+//! judged as it comes ([`chain`]), then a report ([`report`]).
 
-use std::collections::BTreeMap;
-use std::io::{self, Write};
+mod chain;
+mod layout;
+mod lines;
+mod report;
+
+use std::fs::File;
+use std::io::{self, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-use portcullis_wire::Limits;
-use serde_json::Value;
+use anyhow::{Context as _, bail};
 
-use super::shape::problems;
+pub(super) use self::chain::{Interrupted, Problem, Session, Verifier};
+#[cfg(test)]
+pub(super) use self::lines::MAX_LINE_BYTES;
+pub(super) use self::lines::{Line, Lines};
 
-/// Malformed lines shown in full; the rest are counted.
-const SHOWN_PROBLEMS: usize = 20;
+/// Bytes a key must have at least.
+pub(super) const MIN_KEY_BYTES: usize = 16;
+/// Problems kept for the report; past them only their number is.
+pub(super) const MAX_KEPT_PROBLEMS: usize = 10_000;
 
-#[derive(Debug, Default)]
-pub(super) struct Tally {
-    pub(super) records: u64,
-    pub(super) rejections: u64,
-    pub(super) intents: u64,
-    pub(super) outcomes: u64,
-    /// (session, ticket) → (line, tool, time) of intents awaiting an outcome.
-    pub(super) open: BTreeMap<(String, u64), (usize, String, String)>,
-    pub(super) malformed: Vec<(usize, String)>,
+/// How to verify.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Options {
+    /// The environment variable holding the key (`--key-env`).
+    pub(super) key_env: Option<String>,
+    /// One JSON object instead of the text report (`--json`).
+    pub(super) json: bool,
+    /// Sessions without `session_end` are reported, not problems
+    /// (`--allow-cut-short`).
+    pub(super) allow_cut_short: bool,
 }
 
-pub(super) fn verify(path: &Path, out: impl Write) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut tally = Tally::default();
-    let mut rest = &bytes[..];
-    let mut number = 0;
-    while !rest.is_empty() {
-        number += 1;
-        let (line, next, terminated) = match memchr::memchr(b'\n', rest) {
-            Some(end) => (&rest[..end], &rest[end + 1..], true),
-            None => (rest, &rest[rest.len()..], false),
-        };
-        rest = next;
-        if !terminated {
-            tally
-                .malformed
-                .push((number, "truncated final line (no newline)".into()));
-            continue;
-        }
-        if let Err(why) = tally.record(number, line) {
-            tally.malformed.push((number, why));
+/// The problems found, the first [`MAX_KEPT_PROBLEMS`] of them kept.
+#[derive(Debug, Default)]
+pub(super) struct Problems {
+    pub(super) kept: Vec<Problem>,
+    pub(super) total: u64,
+}
+
+impl Problems {
+    fn push(&mut self, problem: Problem) {
+        self.total += 1;
+        if self.kept.len() < MAX_KEPT_PROBLEMS {
+            self.kept.push(problem);
         }
     }
-    let mut out = io::BufWriter::new(out);
-    writeln!(out, "{}: {} records", path.display(), tally.records)?;
-    writeln!(out, "rejections: {}", tally.rejections)?;
-    writeln!(out, "intents: {}", tally.intents)?;
-    writeln!(out, "outcomes: {}", tally.outcomes)?;
-    writeln!(out, "interrupted: {}", tally.open.len())?;
-    for ((session, ticket), (line, tool, time)) in &tally.open {
-        writeln!(
-            out,
-            "  line {line}: session {session} ticket {ticket} tool {tool:?} at {time}: no outcome (interrupted)"
-        )?;
+}
+
+/// What reading a whole journal found.
+#[derive(Debug)]
+pub(super) struct Verdict {
+    pub(super) verifier: Verifier,
+    pub(super) problems: Problems,
+}
+
+impl Verdict {
+    pub(super) fn ok(&self) -> bool {
+        self.problems.total == 0
     }
-    writeln!(out, "malformed: {}", tally.malformed.len())?;
-    for (line, why) in tally.malformed.iter().take(SHOWN_PROBLEMS) {
-        writeln!(out, "  line {line}: {why}")?;
+}
+
+pub(super) fn verify(path: &Path, options: &Options, out: impl Write) -> anyhow::Result<ExitCode> {
+    let key = options.key_env.as_deref().map(key_from_env).transpose()?;
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let verdict = verify_stream(file, key, options.allow_cut_short)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if options.json {
+        report::json(out, path, &verdict)?;
+    } else {
+        report::text(out, path, &verdict)?;
     }
-    if tally.malformed.len() > SHOWN_PROBLEMS {
-        writeln!(
-            out,
-            "  ... and {} more",
-            tally.malformed.len() - SHOWN_PROBLEMS
-        )?;
-    }
-    out.flush()?;
-    // The verdict, for whoever reads only stderr (a script checking the
-    // exit status): each malformed line, by number, and what is wrong.
-    let mut err = io::stderr().lock();
-    for (line, why) in tally.malformed.iter().take(SHOWN_PROBLEMS) {
-        writeln!(err, "portcullis: {}: line {line}: {why}", path.display())?;
-    }
-    if tally.malformed.len() > SHOWN_PROBLEMS {
-        writeln!(
-            err,
-            "portcullis: {}: ... and {} more malformed lines",
-            path.display(),
-            tally.malformed.len() - SHOWN_PROBLEMS
-        )?;
-    }
-    Ok(if tally.malformed.is_empty() {
+    report::stderr(path, &verdict)?;
+    Ok(if verdict.ok() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
 }
 
-impl Tally {
-    pub(super) fn record(&mut self, number: usize, line: &[u8]) -> Result<(), String> {
-        let text = std::str::from_utf8(line).map_err(|_| "not UTF-8".to_owned())?;
-        let value = portcullis_wire::strict_json::parse_value(text, &Limits::default())
-            .map_err(|r| format!("not one strict JSON value ({})", r.reason))?;
-        let Value::Object(record) = value else {
-            return Err("not a JSON object".into());
-        };
-        let found = problems(&record);
-        if !found.is_empty() {
-            return Err(found.join("; "));
+/// Read and judge every line of `source`.
+pub(super) fn verify_stream(
+    source: impl Read,
+    key: Option<Vec<u8>>,
+    allow_cut_short: bool,
+) -> io::Result<Verdict> {
+    let mut verifier = Verifier::new(key);
+    let mut problems = Problems::default();
+    let mut lines = Lines::new(source);
+    while let Some((number, line)) = lines.next_line()? {
+        if let Some(problem) = verifier.line(number, line) {
+            problems.push(Problem {
+                line: number,
+                problem,
+            });
         }
-        // Every member is present and well-typed past this point.
-        let string = |key: &str| record.get(key).and_then(Value::as_str).unwrap_or_default();
-        let ticket = record
-            .get("ticket")
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
-        let session = string("session");
-        match string("kind") {
-            "rejection" => self.rejections += 1,
-            "intent" => {
-                let key = (session.to_owned(), ticket);
-                if self.open.contains_key(&key) {
-                    return Err(format!(
-                        "ticket {ticket} has a second intent in session {session}"
-                    ));
-                }
-                self.open.insert(
-                    key,
-                    (number, string("tool").to_owned(), string("time").to_owned()),
-                );
-                self.intents += 1;
-            }
-            _ => {
-                if self.open.remove(&(session.to_owned(), ticket)).is_none() {
-                    return Err(format!(
-                        "outcome for ticket {ticket} in session {session} has no open intent before it"
-                    ));
-                }
-                self.outcomes += 1;
-            }
-        }
-        self.records += 1;
-        Ok(())
     }
+    for problem in verifier.finish(allow_cut_short) {
+        problems.push(problem);
+    }
+    Ok(Verdict { verifier, problems })
+}
+
+/// The key in the environment variable `name`: set, and at least
+/// [`MIN_KEY_BYTES`] long. The error names the variable, never its value.
+fn key_from_env(name: &str) -> anyhow::Result<Vec<u8>> {
+    let Some(value) = std::env::var_os(name) else {
+        bail!("the key variable {name} is not set");
+    };
+    let key = std::os::unix::ffi::OsStringExt::into_vec(value);
+    if key.len() < MIN_KEY_BYTES {
+        bail!(
+            "the key in {name} has {} bytes; at least {MIN_KEY_BYTES} are needed",
+            key.len()
+        );
+    }
+    Ok(key)
 }
