@@ -28,16 +28,30 @@
 //!   that reached the upstream has been answered;
 //! - memory stays bounded: buffered bytes by the frame cap, id tables and
 //!   the memory of requests that ended unanswered by the in-flight cap,
-//!   kept schemas by twice the frame cap, whatever the session's length.
+//!   kept schemas by twice the frame cap, whatever the session's length;
+//! - the audit trail ([`journal`]): each `tools/call` goes up with its
+//!   intent (its id, tool and arguments hash as the oracle computes them),
+//!   each intent gets exactly one outcome, quarantine and drop records and
+//!   the lines shown on stderr stay within a few per interval; and with the
+//!   journal failing at a point the input chooses (its first record, an
+//!   intent, any later record), the session fails closed: no `tools/call`
+//!   reaches the upstream after it, and the calls are answered with the
+//!   denial.
+//!
+//! The harness plays the driver: it "writes" each record to a journal that
+//! fails at the chosen point and stays failed, forwards a call's line only
+//! once its intent was written, and tells the core of a failure as the
+//! driver does.
 
+pub mod journal;
 pub mod ops;
 pub mod oracle;
 
 use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
 use portcullis_wrap::{AuditRecord, Config, Counters, Effect, End, Wrap};
-use serde_json::Value;
 
+use self::journal::{FloodRecord, JournalOracle};
 use self::ops::{FakeUpstream, Op, UpstreamWrite};
 use self::oracle::Oracle;
 
@@ -57,9 +71,25 @@ pub fn wrap_session(data: &[u8]) {
     let Ok(ops) = ops::ops(&mut Unstructured::new(data)) else {
         return;
     };
-    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
-        run(&ops, mode);
+    for (nth, mode) in [OnInvalid::Close, OnInvalid::KeepOpen]
+        .into_iter()
+        .enumerate()
+    {
+        run_with_journal(&ops, mode, journal_fails_at(data, nth));
     }
+}
+
+/// Where the journal fails in the `nth` run of an input, as its bytes
+/// choose: a quarter of the values of one of its last two bytes name a
+/// write (0: the session's first record, then each record and intent in
+/// turn); the others none. The ops are decoded from the same bytes, so the
+/// failure point moves with them without shifting how any seed decodes.
+pub fn journal_fails_at(data: &[u8], nth: usize) -> Option<usize> {
+    let byte = *data
+        .len()
+        .checked_sub(1 + nth)
+        .and_then(|at| data.get(at))?;
+    (byte & 0b11 == 0).then_some(usize::from(byte >> 2) % 24)
 }
 
 /// What a run reached, for tests that check the corpus goes deep.
@@ -78,12 +108,29 @@ pub struct Reached {
     pub closed_on_invalid: Option<u64>,
     /// Lines the client received (the run's last tick included).
     pub client_lines: usize,
+    /// Intents the core gave with its calls (recorded or not).
+    pub intents: usize,
+    /// Outcome records.
+    pub outcomes: usize,
+    /// Audit records (quarantines and drops aggregated as they are).
+    pub records: usize,
+    /// Whether the journal failed.
+    pub journal_failed: bool,
 }
 
 /// What a run carries between steps.
 struct Run {
     mode: OnInvalid,
     oracle: Oracle,
+    audit: JournalOracle,
+    /// Records written to the journal (the first is the session's start).
+    journal_writes: usize,
+    /// The write that fails; the journal stays failed after it.
+    journal_fails_at: Option<usize>,
+    journal_down: bool,
+    /// The core was told: no step after may forward a call.
+    core_told: bool,
+    now: u64,
     upstream: FakeUpstream,
     client_stdout: Vec<u8>,
     upstream_input_open: bool,
@@ -95,8 +142,46 @@ struct Run {
 }
 
 impl Run {
-    fn take(&mut self, effects: Vec<Effect>) {
+    /// Write one record to the journal: `false` once it has failed.
+    fn journal_write(&mut self) -> bool {
+        if self.journal_down {
+            return false;
+        }
+        let nth = self.journal_writes;
+        self.journal_writes += 1;
+        if self.journal_fails_at == Some(nth) {
+            self.journal_down = true;
+            self.oracle.journal_failed();
+            return false;
+        }
+        true
+    }
+
+    /// A journal write failed while a batch is carried out: noted, as the
+    /// driver does, for `call` (an intent not recorded) always, for any
+    /// other record once.
+    fn journal_failed(&self, failed: &mut Vec<Option<i64>>, call: Option<i64>) {
+        let told = self.core_told || !failed.is_empty();
+        if call.is_some() || !told {
+            failed.push(call);
+        }
+    }
+
+    /// Tell the core of the failures noted in a batch, once the batch is
+    /// carried out, as the driver does.
+    fn tell_core(&mut self, wrap: &mut Wrap, failed: Vec<Option<i64>>) {
+        for call in failed {
+            self.core_told = true;
+            self.oracle.journal_failure_told();
+            let effects = wrap.journal_unavailable(call, self.now);
+            self.take(wrap, effects);
+        }
+    }
+
+    fn take(&mut self, wrap: &mut Wrap, effects: Vec<Effect>) {
         let mode = self.mode;
+        let after_told = self.core_told;
+        let mut failed = Vec::new();
         for effect in effects {
             assert!(
                 !self.closed,
@@ -109,20 +194,41 @@ impl Run {
                     self.reached.client_lines += 1;
                 }
                 Effect::ToUpstream(line) => {
-                    let sent: Value = serde_json::from_slice(line.as_bytes()).unwrap_or_default();
-                    if sent["method"] == "tools/call" {
-                        self.reached.calls_forwarded += 1;
-                    }
                     assert!(
                         self.upstream_input_open,
                         "{mode:?}: a write to the upstream after its input was closed"
                     );
-                    self.oracle.upstream_received(line.as_bytes());
+                    self.oracle.upstream_received(line.as_bytes(), false);
                     self.upstream.receive(line.as_bytes());
                 }
+                Effect::ForwardCall { intent, line } => {
+                    assert!(
+                        !after_told,
+                        "{mode:?}: a call forwarded after the core was told the journal failed: {intent:?}"
+                    );
+                    self.reached.intents += 1;
+                    let recorded = self.journal_write();
+                    self.audit.intent(&intent, line.as_bytes(), recorded);
+                    if recorded {
+                        self.reached.calls_forwarded += 1;
+                        assert!(
+                            self.upstream_input_open,
+                            "{mode:?}: a write to the upstream after its input was closed"
+                        );
+                        self.oracle.upstream_received(line.as_bytes(), true);
+                        self.upstream.receive(line.as_bytes());
+                    } else {
+                        self.oracle.call_withheld(line.as_bytes());
+                        self.journal_failed(&mut failed, Some(intent.call));
+                    }
+                }
                 Effect::EndUpstreamInput => self.upstream_input_open = false,
-                Effect::Audit(AuditRecord::ClientRejected { line, .. }) => {
-                    self.oracle.client_refused(line);
+                Effect::Audit(record) => {
+                    self.reached.records += 1;
+                    self.judge_record(&record);
+                    if !self.journal_write() {
+                        self.journal_failed(&mut failed, None);
+                    }
                 }
                 Effect::Close(end) => {
                     match end {
@@ -135,18 +241,60 @@ impl Run {
                     }
                     self.closed = true;
                 }
-                Effect::Quarantine(_)
-                | Effect::Audit(_)
-                | Effect::Notice(_)
-                | Effect::PinsChanged(_) => {}
+                Effect::Quarantine(_) => self.audit.shown(self.now),
+                Effect::Notice(_) | Effect::PinsChanged(_) => {}
             }
+        }
+        self.tell_core(wrap, failed);
+    }
+
+    fn judge_record(&mut self, record: &AuditRecord) {
+        let flood = match record {
+            AuditRecord::ClientRejected { line, .. } => {
+                self.oracle.client_refused(*line);
+                None
+            }
+            AuditRecord::Outcome(outcome) => {
+                self.audit.outcome(outcome);
+                None
+            }
+            AuditRecord::Quarantined { .. }
+            | AuditRecord::Dropped { .. }
+            | AuditRecord::LateAnswer { .. } => {
+                // Read from the record's JSON, as a journal reader would.
+                let json = record.to_json();
+                let text = |k: &str| json[k].as_str().unwrap_or_default().to_owned();
+                let number = |k: &str| json[k].as_u64().unwrap_or_default();
+                let (first, last) = if json.get("upstream_line").is_some() {
+                    (number("upstream_line"), number("last_upstream_line"))
+                } else {
+                    (number("line"), number("last_line"))
+                };
+                Some(FloodRecord {
+                    key: format!("{}/{}{}", text("kind"), text("stage"), text("why")),
+                    first,
+                    last,
+                    count: number("count"),
+                })
+            }
+            _ => None,
+        };
+        if let Some(flood) = flood {
+            self.audit.flood_record(&flood, self.now);
         }
     }
 }
 
-/// Run `ops` under `mode`, asserting every property; then move the clock
-/// past every deadline and judge that no one is left waiting.
+/// Run `ops` under `mode` with a journal that never fails, asserting
+/// every property; then move the clock past every deadline and judge that
+/// no one is left waiting.
 pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
+    run_with_journal(ops, mode, None)
+}
+
+/// [`run`], with the journal failing at its `journal_fails_at`th write
+/// (0: the session's first record).
+pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<usize>) -> Reached {
     let mut config = Config::default();
     config.limits.max_frame_bytes = MAX_FRAME_BYTES;
     config.on_invalid = mode;
@@ -157,6 +305,12 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
     let mut run = Run {
         mode,
         oracle: Oracle::new(MAX_FRAME_BYTES, MAX_IN_FLIGHT, mode == OnInvalid::Close),
+        audit: JournalOracle::new(REQUEST_TIMEOUT_MS),
+        journal_writes: 0,
+        journal_fails_at,
+        journal_down: false,
+        core_told: false,
+        now: 0,
         upstream: FakeUpstream::default(),
         client_stdout: Vec::new(),
         upstream_input_open: true,
@@ -165,6 +319,10 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
         closed: false,
         reached: Reached::default(),
     };
+    // The session's first record.
+    if !run.journal_write() {
+        run.tell_core(&mut wrap, vec![None]);
+    }
     let mut now = 0u64;
     for op in ops {
         match op {
@@ -173,7 +331,7 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
                     run.oracle.client_wrote(bytes);
                 }
                 let effects = wrap.from_client(bytes, now);
-                run.take(effects);
+                run.take(&mut wrap, effects);
             }
             Op::Upstream(write) => {
                 let bytes = run.upstream.bytes(write);
@@ -186,7 +344,7 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
                 if !bytes.is_empty() {
                     run.upstream_mid_line = !bytes.ends_with(b"\n");
                 }
-                run.take(effects);
+                run.take(&mut wrap, effects);
                 if let UpstreamWrite::Request { id, .. } = write
                     && judged
                     && (id.is_string() || id.is_i64())
@@ -196,13 +354,19 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
             }
             Op::Tick(ms) => {
                 now += u64::from(*ms);
-                run.take(wrap.tick(now));
+                run.now = now;
+                let effects = wrap.tick(now);
+                run.take(&mut wrap, effects);
             }
             Op::ClientEof => {
                 run.client_ended = true;
-                run.take(wrap.client_eof(now));
+                let effects = wrap.client_eof(now);
+                run.take(&mut wrap, effects);
             }
-            Op::UpstreamEof => run.take(wrap.upstream_eof(now)),
+            Op::UpstreamEof => {
+                let effects = wrap.upstream_eof(now);
+                run.take(&mut wrap, effects);
+            }
         }
         assert!(
             wrap.buffered() <= 2 * (MAX_FRAME_BYTES + 1),
@@ -221,8 +385,20 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
         );
     }
     let counters = wrap.counters().clone();
-    run.take(wrap.tick(now.saturating_add(PAST_EVERY_DEADLINE_MS)));
+    let end = now.saturating_add(PAST_EVERY_DEADLINE_MS);
+    run.now = end;
+    let effects = wrap.tick(end);
+    run.take(&mut wrap, effects);
     run.oracle.finish();
+    // The driver's end: only records and notices, and every intent settled.
+    let last = wrap.finish(end);
+    assert!(
+        last.iter()
+            .all(|e| matches!(e, Effect::Audit(_) | Effect::Notice(_))),
+        "{mode:?}: the driver's end wrote to a peer: {last:?}"
+    );
+    run.take(&mut wrap, last);
+    run.audit.finish();
     assert!(
         mode == OnInvalid::KeepOpen || !wrap.is_draining(),
         "{mode:?}: still closing after its grace period"
@@ -232,6 +408,8 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
     }
     let mut reached = run.reached;
     reached.counters = counters;
+    reached.outcomes = run.audit.outcomes;
+    reached.journal_failed = run.journal_down;
     reached.calls_denied = usize::try_from(reached.counters.calls_denied).unwrap_or(usize::MAX);
     reached
 }

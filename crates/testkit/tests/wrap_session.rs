@@ -2,19 +2,28 @@
 //! a forwarded call, denied calls (rug pull, schema), quarantined upstream
 //! lines, dropped responses, a timeout, a rug pull, an upstream crash, a
 //! session draining after an invalid frame, a late answer to a cancelled
-//! request and upstream requests refused with an error — and each seed
-//! holds every property under both session policies.
+//! request and upstream requests refused with an error, a journal failing at
+//! a call's intent, a flood of upstream junk — and each seed holds every
+//! property under both session policies.
 
 use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
 use portcullis_testkit::regressions::workspace_root;
-use portcullis_testkit::wrap_harness::{Reached, ops, run};
+use portcullis_testkit::wrap_harness::{
+    Reached, journal_fails_at, ops, run, run_with_journal, wrap_session,
+};
+
+fn seed_bytes(name: &str) -> Vec<u8> {
+    let path = workspace_root().join("corpus/wrap_session").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn seed_ops(name: &str) -> Vec<ops::Op> {
+    ops::ops(&mut Unstructured::new(&seed_bytes(name))).expect("decodes")
+}
 
 fn seed(name: &str) -> Reached {
-    let path = workspace_root().join("corpus/wrap_session").join(name);
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let ops = ops::ops(&mut Unstructured::new(&bytes)).expect("decodes");
-    run(&ops, OnInvalid::Close)
+    run(&seed_ops(name), OnInvalid::Close)
 }
 
 #[test]
@@ -91,4 +100,68 @@ fn upstream_requests_the_wrapper_refuses_are_answered() {
     let r = seed("upstream_asks_badly");
     assert_eq!(r.counters.dropped, 3, "{r:?}");
     assert_eq!(r.closed_on_invalid, None);
+}
+
+/// Wherever the journal fails, the call reaches the upstream only when its
+/// intent was written before: a failure before the call denies it without
+/// an intent, a failure on its intent denies it after one, and the harness
+/// holds every property (one outcome per intent, the denial, nothing
+/// forwarded after the failure) at each point.
+#[test]
+fn wherever_the_journal_fails_the_call_goes_up_only_after_its_intent_was_written() {
+    let ops = seed_ops("happy_call");
+    let mut failed_on_the_intent = 0;
+    for mode in [OnInvalid::Close, OnInvalid::KeepOpen] {
+        for at in 0..24 {
+            let r = run_with_journal(&ops, mode, Some(at));
+            assert!(
+                r.journal_failed || r.calls_forwarded == 1,
+                "{mode:?} {at}: {r:?}"
+            );
+            match (r.intents, r.calls_forwarded) {
+                (0, 0) | (1, 0) => assert_eq!(r.counters.journal_denials, 1, "{r:?}"),
+                (1, 1) => assert_eq!(r.counters.journal_denials, 0, "{r:?}"),
+                _ => panic!("{mode:?} {at}: {r:?}"),
+            }
+            if (r.intents, r.calls_forwarded) == (1, 0) {
+                failed_on_the_intent += 1;
+            }
+            assert_eq!(r.outcomes, r.intents, "{r:?}");
+        }
+    }
+    assert_eq!(
+        failed_on_the_intent, 2,
+        "one point per mode fails on the intent"
+    );
+}
+
+/// The seed `journal_fails_at_the_call` is `happy_call` with a last tick
+/// whose bytes choose the intent's write in both runs.
+#[test]
+fn a_seed_chooses_where_the_journal_fails() {
+    let bytes = seed_bytes("journal_fails_at_the_call");
+    assert_eq!(
+        (journal_fails_at(&bytes, 0), journal_fails_at(&bytes, 1)),
+        (Some(3), Some(3))
+    );
+    let r = run_with_journal(
+        &seed_ops("journal_fails_at_the_call"),
+        OnInvalid::Close,
+        Some(3),
+    );
+    assert_eq!(
+        (r.intents, r.calls_forwarded, r.outcomes),
+        (1, 0, 1),
+        "{r:?}"
+    );
+    wrap_session(&bytes);
+}
+
+/// Hundreds of blank and junk upstream lines over two intervals are a
+/// handful of records.
+#[test]
+fn a_flood_of_upstream_junk_is_a_few_records() {
+    let r = seed("upstream_flood");
+    assert_eq!(r.counters.quarantined, 4 * 96 + 48, "{r:?}");
+    assert!(r.records <= 6, "{r:?}");
 }

@@ -18,17 +18,26 @@
 //! A client answer to a request the upstream has cancelled is dropped and
 //! journaled, never refused: the cancellation and the answer cross on the
 //! wire, and clients answer what was cancelled.
+//!
+//! A `tools/call` the gate lets through goes out as an
+//! [`Effect::ForwardCall`] with its intent; once the journal is unavailable
+//! none goes out, each is answered with a denial before the gate is asked.
+//! A call the client cancels before its `ForwardCall` was carried out (both
+//! in one chunk) is taken back: it never reaches the upstream.
 
-use portcullis_gateway::mcp::{self, McpRequest};
+use portcullis_gateway::mcp::{self, McpRequest, Revision};
 use portcullis_gateway::session::error_reply;
 use portcullis_gateway::{OnInvalid, reply};
 use portcullis_wire::codes::{INVALID_REQUEST, METHOD_NOT_FOUND};
 use portcullis_wire::{ErrorObject, FrameEvent, Id, Rejection, RpcMessage, Stage};
 use serde_json::{Map, Value};
 
-use crate::effect::{AuditRecord, Effect, End};
+use crate::effect::{AuditRecord, Effect, End, Intent};
 use crate::encode::{Line, Message};
-use crate::session::{Asked, Draining, Pending, UPSTREAM_ERROR, Wrap, read_frame};
+use crate::flood::FloodKey;
+use crate::session::{
+    Asked, CallEnd, CallStarted, Draining, Pending, UPSTREAM_ERROR, Wrap, read_frame,
+};
 
 /// Client requests forwarded whatever the policy says.
 pub const FORWARDED_REQUESTS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
@@ -136,20 +145,46 @@ impl Wrap {
                     method,
                     params.as_ref(),
                     Asked::Initialize,
+                    None,
                     effects,
                 );
             }
             McpRequest::ToolsList { id, .. } => {
-                self.forward(line, id, method, params.as_ref(), Asked::ToolsList, effects);
+                self.forward(
+                    line,
+                    id,
+                    method,
+                    params.as_ref(),
+                    Asked::ToolsList,
+                    None,
+                    effects,
+                );
             }
             McpRequest::Ping { id, .. } | McpRequest::Discover { id, .. } => {
-                self.forward(line, id, method, params.as_ref(), Asked::Other, effects);
+                self.forward(
+                    line,
+                    id,
+                    method,
+                    params.as_ref(),
+                    Asked::Other,
+                    None,
+                    effects,
+                );
+            }
+            McpRequest::ToolsCall { id, revision, call } if self.journal_down => {
+                self.deny_for_journal(line, &id, revision, Some(&call.name), effects);
             }
             McpRequest::ToolsCall { id, revision, call } => {
                 match self.tools.check_call(&call.name, call.arguments.into_map()) {
-                    Ok(()) => {
-                        self.forward(line, id, method, params.as_ref(), Asked::Other, effects)
-                    }
+                    Ok(()) => self.forward(
+                        line,
+                        id,
+                        method,
+                        params.as_ref(),
+                        Asked::Other,
+                        Some(revision),
+                        effects,
+                    ),
                     Err(denial) => {
                         self.counters.calls_denied += 1;
                         let text = denial.to_string();
@@ -177,7 +212,15 @@ impl Wrap {
             }
             McpRequest::Unknown { id, method: asked } => {
                 if self.config.methods.contains(&asked) {
-                    self.forward(line, id, method, params.as_ref(), Asked::Other, effects);
+                    self.forward(
+                        line,
+                        id,
+                        method,
+                        params.as_ref(),
+                        Asked::Other,
+                        None,
+                        effects,
+                    );
                 } else {
                     let message = format!(
                         "method not found: {}",
@@ -192,19 +235,24 @@ impl Wrap {
                     .iter()
                     .find(|(_, p)| p.client_id == client_id)
                     .map(|(n, _)| *n);
-                if let Some(upstream_id) = found {
-                    self.pending.remove(&upstream_id);
-                    self.ended_requests.insert(upstream_id);
-                    let mut params = params.unwrap_or_default();
-                    params.insert("requestId".into(), Value::from(upstream_id));
-                    self.send_upstream(
-                        Message::Notification {
-                            method,
-                            params: Some(&params),
-                        },
-                        effects,
-                    );
+                let Some(upstream_id) = found else { return };
+                let Some(p) = self.pending.remove(&upstream_id) else {
+                    return;
+                };
+                if self.take_back_call(upstream_id, &p.method, effects) {
+                    return;
                 }
+                self.call_ended(upstream_id, &p, CallEnd::Cancelled, effects);
+                self.ended_requests.insert(upstream_id);
+                let mut params = params.unwrap_or_default();
+                params.insert("requestId".into(), Value::from(upstream_id));
+                self.send_upstream(
+                    Message::Notification {
+                        method,
+                        params: Some(&params),
+                    },
+                    effects,
+                );
             }
             McpRequest::Ignored => {
                 let forwarded = FORWARDED_NOTIFICATIONS.contains(&method)
@@ -223,6 +271,12 @@ impl Wrap {
         }
     }
 
+    /// Forward a client request under an upstream id of ours; `call` holds
+    /// the revision of a `tools/call` (which goes out with its intent).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one request's parts, as the router took them apart"
+    )]
     fn forward(
         &mut self,
         line: u64,
@@ -230,6 +284,7 @@ impl Wrap {
         method: &str,
         params: Option<&Map<String, Value>>,
         asked: Asked,
+        call: Option<Revision>,
         effects: &mut Vec<Effect>,
     ) {
         if self.pending.len() >= self.config.max_in_flight {
@@ -242,14 +297,31 @@ impl Wrap {
         let upstream_id = self.next_upstream_id;
         self.next_upstream_id += 1;
         let id = Id::Int(upstream_id);
-        self.send_upstream(
-            Message::Request {
-                id: &id,
-                method,
-                params,
-            },
-            effects,
-        );
+        let request = Message::Request {
+            id: &id,
+            method,
+            params,
+        };
+        let sent = effects.len();
+        let started = match call {
+            Some(revision) => self
+                .send_call(line, upstream_id, request, params, effects)
+                .then_some(CallStarted {
+                    at: self.now,
+                    revision,
+                }),
+            None => {
+                self.send_upstream(request, effects);
+                None
+            }
+        };
+        if effects.len() > sent {
+            *self
+                .counters
+                .forwarded
+                .entry(method.to_owned())
+                .or_default() += 1;
+        }
         self.pending.insert(
             upstream_id,
             Pending {
@@ -258,8 +330,64 @@ impl Wrap {
                 method: method.to_owned(),
                 line,
                 deadline: self.now.saturating_add(self.config.request_timeout_ms),
+                call: started,
             },
         );
+    }
+
+    /// A `tools/call` out with its intent; `false` when nothing could be
+    /// sent (the session is over, or the upstream's input is closed).
+    fn send_call(
+        &mut self,
+        line: u64,
+        upstream_id: i64,
+        request: Message<'_>,
+        params: Option<&Map<String, Value>>,
+        effects: &mut Vec<Effect>,
+    ) -> bool {
+        if self.closed || self.client_ended {
+            return false;
+        }
+        let Some(encoded) = request.encode() else {
+            return false;
+        };
+        let tool = params
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let arguments = params.and_then(|p| p.get("arguments"));
+        self.counters.to_upstream += 1;
+        effects.push(Effect::ForwardCall {
+            intent: Intent {
+                line,
+                call: upstream_id,
+                tool: tool.to_owned(),
+                arguments_sha256: crate::canonical::arguments_sha256(arguments),
+                timeout_ms: self.config.request_timeout_ms,
+            },
+            line: encoded,
+        });
+        true
+    }
+
+    /// A call cancelled while its `ForwardCall` is still among the effects
+    /// of this step (not carried out yet): taken back, so it never reaches
+    /// the upstream and has neither intent nor outcome. `false` when it
+    /// already went out.
+    fn take_back_call(
+        &mut self,
+        upstream_id: i64,
+        method: &str,
+        effects: &mut Vec<Effect>,
+    ) -> bool {
+        let Some(at) = effects.iter().position(
+            |e| matches!(e, Effect::ForwardCall { intent, .. } if intent.call == upstream_id),
+        ) else {
+            return false;
+        };
+        effects.remove(at);
+        self.counters.unforward(method);
+        true
     }
 
     /// A client response: forwarded only when it answers an upstream
@@ -281,7 +409,13 @@ impl Wrap {
                 && self.cancelled_asks.take(*n)
             {
                 self.counters.late_answers += 1;
-                effects.push(Effect::Audit(AuditRecord::LateAnswer { line }));
+                if self.flood_first(FloodKey::LateAnswer, line, None) {
+                    effects.push(Effect::Audit(AuditRecord::LateAnswer {
+                        line,
+                        count: 1,
+                        last_line: line,
+                    }));
+                }
                 return;
             }
             let reason = "a response that answers no request in flight";

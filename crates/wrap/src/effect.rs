@@ -1,5 +1,7 @@
 //! What the wrap core asks its driver to do: the only way out of the core.
 
+use std::collections::BTreeMap;
+
 use portcullis_wire::{Fingerprint, Stage};
 use serde_json::{Value, json};
 
@@ -13,6 +15,19 @@ pub enum Effect {
     ToClient(Line),
     /// Write this line to the upstream's stdin.
     ToUpstream(Line),
+    /// A `tools/call` to forward: append `intent` to the audit journal and
+    /// sync it, and only then write `line` to the upstream's stdin. When the
+    /// intent cannot be recorded, `line` must not be written: once the rest
+    /// of the batch is carried out, tell the core
+    /// ([`crate::Wrap::journal_unavailable`]), which answers the call with a
+    /// denial and forwards no call from then on. Without a journal, write
+    /// `line`.
+    ForwardCall {
+        /// The record of the call, before it reaches the upstream.
+        intent: Intent,
+        /// The `tools/call` request as the upstream receives it.
+        line: Line,
+    },
     /// An upstream stdout line that is not exactly one valid JSON-RPC
     /// message: show it on stderr, never forward it.
     Quarantine(Quarantined),
@@ -128,22 +143,33 @@ pub enum AuditRecord {
         /// Why.
         reason: String,
     },
-    /// An upstream line quarantined.
+    /// Upstream lines quarantined at one stage: the first of an interval
+    /// alone (`count` 1), the others of that interval as one record (see
+    /// [`crate::flood`]).
     Quarantined {
-        /// Upstream stdout line.
+        /// Upstream stdout line (the first of the run).
         line: u64,
         /// Stage that refused it.
         stage: Stage,
-        /// SHA-256 of the line (of its first `max_frame_bytes + 1` bytes
-        /// when over-long).
+        /// SHA-256 of the run's first line (of its first
+        /// `max_frame_bytes + 1` bytes when over-long).
         fingerprint: Fingerprint,
+        /// Lines the record stands for (≥ 1).
+        count: u64,
+        /// The run's last line (`line` when `count` is 1).
+        last_line: u64,
     },
-    /// An upstream message dropped.
+    /// Upstream messages dropped for one reason, aggregated like
+    /// quarantined lines.
     Dropped {
-        /// Upstream stdout line.
+        /// Upstream stdout line (the first of the run).
         line: u64,
         /// Why.
         why: Dropped,
+        /// Messages the record stands for (≥ 1).
+        count: u64,
+        /// The run's last line.
+        last_line: u64,
     },
     /// A tool pinned in this session (trust on first use or allowlist).
     Pinned {
@@ -156,8 +182,13 @@ pub enum AuditRecord {
     /// answer what was cancelled while their answer was on its way): dropped,
     /// never forwarded, never a protocol violation.
     LateAnswer {
-        /// Client input line.
+        /// Client input line (the first of the run).
         line: u64,
+        /// Answers the record stands for (≥ 1), aggregated like quarantined
+        /// lines.
+        count: u64,
+        /// The run's last line.
+        last_line: u64,
     },
     /// A pinned tool came back different: dropped from the list, calls denied.
     RugPull {
@@ -187,6 +218,79 @@ pub enum AuditRecord {
         /// Client requests answered with an error because of it.
         unanswered: usize,
     },
+    /// A forwarded `tools/call` ended: exactly one per [`Intent`], after it.
+    Outcome(Outcome),
+}
+
+/// A `tools/call` about to be forwarded, as its journal record
+/// (`wrap_intent`): which tool, under which upstream id, and a hash of its
+/// arguments, never their values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intent {
+    /// Client input line of the call.
+    pub line: u64,
+    /// The upstream id the wrapper gave the call (unique in the session).
+    pub call: i64,
+    /// The tool, as the client named it (the journal bounds it).
+    pub tool: String,
+    /// SHA-256 (lowercase hex) of the call's `arguments` in canonical form
+    /// ([`crate::canonical`]), `{}` when absent.
+    pub arguments_sha256: String,
+    /// How long the upstream has to answer, in ms.
+    pub timeout_ms: u64,
+}
+
+impl Intent {
+    /// The record as a JSON object with its `kind`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "kind": "wrap_intent",
+            "line": self.line,
+            "call": self.call,
+            "tool": self.tool,
+            "arguments_sha256": self.arguments_sha256,
+            "timeout_ms": self.timeout_ms,
+        })
+    }
+}
+
+/// Who ended a forwarded call, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnsweredBy {
+    /// The upstream's own answer was forwarded.
+    Upstream,
+    /// The wrapper ended it: an error in place of an answer (timed out,
+    /// upstream gone, answer unreadable, session closing, journal
+    /// unavailable), or no answer at all (cancelled by the client).
+    Wrapper,
+}
+
+impl AnsweredBy {
+    /// Stable name for audit records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnsweredBy::Upstream => "upstream",
+            AnsweredBy::Wrapper => "wrapper",
+        }
+    }
+}
+
+/// How a forwarded `tools/call` ended (`wrap_outcome`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The intent's `call`.
+    pub call: i64,
+    /// A JSON-RPC error, a result with `isError: true`, or an error from
+    /// the wrapper.
+    pub is_error: bool,
+    /// Whose answer the client got.
+    pub answered_by: AnsweredBy,
+    /// The client cancelled it (it got no answer).
+    pub cancelled: bool,
+    /// Its time ran out.
+    pub timed_out: bool,
+    /// From the intent to the end, in ms of the core's clock.
+    pub elapsed_ms: u64,
 }
 
 impl AuditRecord {
@@ -209,14 +313,25 @@ impl AuditRecord {
                 line,
                 stage,
                 fingerprint,
+                count,
+                last_line,
             } => {
-                json!({"kind": "wrap_quarantine", "upstream_line": line, "stage": stage.as_str(), "fingerprint": fingerprint.to_hex()})
+                json!({"kind": "wrap_quarantine", "upstream_line": line, "stage": stage.as_str(), "fingerprint": fingerprint.to_hex(), "count": count, "last_upstream_line": last_line})
             }
-            AuditRecord::Dropped { line, why } => {
-                json!({"kind": "wrap_dropped", "upstream_line": line, "why": why.as_str()})
+            AuditRecord::Dropped {
+                line,
+                why,
+                count,
+                last_line,
+            } => {
+                json!({"kind": "wrap_dropped", "upstream_line": line, "why": why.as_str(), "count": count, "last_upstream_line": last_line})
             }
-            AuditRecord::LateAnswer { line } => {
-                json!({"kind": "wrap_dropped", "line": line, "why": "answer_after_cancel"})
+            AuditRecord::LateAnswer {
+                line,
+                count,
+                last_line,
+            } => {
+                json!({"kind": "wrap_dropped", "line": line, "why": "answer_after_cancel", "count": count, "last_line": last_line})
             }
             AuditRecord::Pinned { tool, pin } => {
                 json!({"kind": "wrap_pinned", "tool": tool, "pin": pin.to_text()})
@@ -233,6 +348,15 @@ impl AuditRecord {
             AuditRecord::UpstreamExited { unanswered } => {
                 json!({"kind": "wrap_upstream_exited", "unanswered": unanswered})
             }
+            AuditRecord::Outcome(outcome) => json!({
+                "kind": "wrap_outcome",
+                "call": outcome.call,
+                "is_error": outcome.is_error,
+                "answered_by": outcome.answered_by.as_str(),
+                "cancelled": outcome.cancelled,
+                "timed_out": outcome.timed_out,
+                "elapsed_ms": outcome.elapsed_ms,
+            }),
         }
     }
 }
@@ -240,6 +364,10 @@ impl AuditRecord {
 /// What a session counted (the records themselves left as effects).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counters {
+    /// Client requests forwarded to the upstream, by method (`tools/call`
+    /// included): the methods are the wrapper's fixed set and the policy's
+    /// `[wrap] methods`, so this stays small.
+    pub forwarded: BTreeMap<String, u64>,
     /// Client frames (and framing failures) received.
     pub client_frames: u64,
     /// Client frames refused before forwarding (any stage).
@@ -262,4 +390,19 @@ pub struct Counters {
     pub rug_pulls: u64,
     /// Requests timed out.
     pub timeouts: u64,
+    /// `tools/call`s denied because the audit journal is unavailable.
+    pub journal_denials: u64,
+}
+
+impl Counters {
+    /// A request counted as forwarded never reached the upstream after all.
+    pub(crate) fn unforward(&mut self, method: &str) {
+        self.to_upstream = self.to_upstream.saturating_sub(1);
+        if let Some(n) = self.forwarded.get_mut(method) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.forwarded.remove(method);
+            }
+        }
+    }
 }

@@ -19,6 +19,14 @@
 //! remembered a while longer, as many as may be in flight, so the answer
 //! that was already on its way is told apart from one that answers nothing.
 //!
+//! Every forwarded `tools/call` is an [`Effect::ForwardCall`]: its intent
+//! record goes to the journal before its line goes to the upstream, and
+//! exactly one [`Outcome`] record follows when the call ends, whichever way
+//! (answered, cancelled, timed out, upstream gone, session drained). Once
+//! the driver reports the journal unavailable
+//! ([`Wrap::journal_unavailable`]) the session fails closed: no `tools/call`
+//! is forwarded again, each is answered with a denial.
+//!
 //! Closing on an invalid client frame (under `on_invalid = "close"`) is a
 //! GOAWAY (RFC 9113 §6.8): the frame stops the reading of client input,
 //! and the session drains — what was accepted before it is still answered,
@@ -29,6 +37,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use portcullis_gateway::id::IdMemory;
 use portcullis_gateway::mcp::{Revision, SessionState};
+use portcullis_gateway::reply;
 use portcullis_wire::{
     ErrorObject, FrameEvent, FrameReader, Id, Limits, Object, Rejection, RpcMessage,
     parse_message_borrowed, utf8,
@@ -36,14 +45,19 @@ use portcullis_wire::{
 use serde_json::{Map, Value};
 
 use crate::config::Config;
-use crate::effect::{AuditRecord, Counters, Effect, End};
+use crate::effect::{AnsweredBy, AuditRecord, Counters, Effect, End, Outcome, Quarantined};
 use crate::encode::{Line, Message};
+use crate::flood::{FloodKey, Floods, Run};
 use crate::tools::ToolTable;
 use crate::upstream::LinePrefix;
 
 /// The error code a request gets when the upstream cannot answer it
 /// (gone, too slow).
 pub const UPSTREAM_ERROR: i64 = -32603;
+
+/// The text of the tool error every `tools/call` gets once the audit
+/// journal cannot be written.
+pub const JOURNAL_DENIAL: &str = "denied: audit journal unavailable";
 
 /// A frame's bytes and the message read from them.
 pub(crate) type ReadFrame<'a> = (&'a [u8], RpcMessage<'a, Object<'a>>);
@@ -81,6 +95,30 @@ pub(crate) struct Pending {
     pub(crate) method: String,
     pub(crate) line: u64,
     pub(crate) deadline: u64,
+    /// Set for a `tools/call` whose intent went out: its outcome is owed.
+    pub(crate) call: Option<CallStarted>,
+}
+
+/// A forwarded `tools/call`, for its outcome record.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallStarted {
+    /// When its intent went out, in ms.
+    pub(crate) at: u64,
+    /// The revision to answer it in, should the wrapper answer it.
+    pub(crate) revision: Revision,
+}
+
+/// How a forwarded call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallEnd {
+    /// The upstream's answer was forwarded.
+    Answered { is_error: bool },
+    /// The wrapper answered it with an error.
+    WrapperError,
+    /// The client cancelled it.
+    Cancelled,
+    /// Its time ran out (the wrapper answered it with an error).
+    TimedOut,
 }
 
 /// A session closing on an invalid client frame, waiting for the upstream
@@ -170,6 +208,11 @@ pub struct Wrap {
     pub(crate) client_ended: bool,
     pub(crate) draining: Option<Draining>,
     pub(crate) closed: bool,
+    /// The driver reported the audit journal unavailable: no `tools/call`
+    /// is forwarded any more.
+    pub(crate) journal_down: bool,
+    /// Quarantines and drops being aggregated.
+    pub(crate) floods: Floods,
     pub(crate) counters: Counters,
 }
 
@@ -203,6 +246,8 @@ impl Wrap {
             client_ended: false,
             draining: None,
             closed: false,
+            journal_down: false,
+            floods: Floods::default(),
             counters: Counters::default(),
         }
     }
@@ -212,6 +257,7 @@ impl Wrap {
     pub fn from_client(&mut self, bytes: &[u8], now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
+        self.flush_floods(&mut effects);
         if !self.closed && !self.client_ended && self.draining.is_none() {
             let mut reader = std::mem::replace(&mut self.client_reader, FrameReader::new(0));
             reader.feed(bytes, |line, event| {
@@ -226,6 +272,7 @@ impl Wrap {
     pub fn from_upstream(&mut self, bytes: &[u8], now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
+        self.flush_floods(&mut effects);
         if !self.closed {
             let mut reader = std::mem::replace(&mut self.upstream_reader, FrameReader::new(0));
             // One line's bytes at a time, so that when the reader refuses a
@@ -258,6 +305,7 @@ impl Wrap {
     pub fn client_eof(&mut self, now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
+        self.flush_floods(&mut effects);
         if self.closed || self.client_ended || self.draining.is_some() {
             return effects;
         }
@@ -276,6 +324,7 @@ impl Wrap {
     pub fn upstream_eof(&mut self, now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
+        self.flush_floods(&mut effects);
         if self.closed {
             return effects;
         }
@@ -289,12 +338,13 @@ impl Wrap {
         }
         let pending = std::mem::take(&mut self.pending);
         let unanswered = pending.len();
-        for p in pending.into_values() {
+        for (upstream_id, p) in pending {
             let message = format!(
                 "the upstream server exited before answering {}",
                 portcullis_wire::strict_json::display_name(&p.method)
             );
             self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
+            self.call_ended(upstream_id, &p, CallEnd::WrapperError, &mut effects);
         }
         self.asked_client.clear();
         effects.push(Effect::Audit(AuditRecord::UpstreamExited { unanswered }));
@@ -316,6 +366,7 @@ impl Wrap {
     pub fn tick(&mut self, now: u64) -> Vec<Effect> {
         self.now = self.now.max(now);
         let mut effects = Vec::new();
+        self.flush_floods(&mut effects);
         if self.closed {
             return effects;
         }
@@ -340,6 +391,7 @@ impl Wrap {
                 self.config.request_timeout_ms
             );
             self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
+            self.call_ended(upstream_id, &p, CallEnd::TimedOut, &mut effects);
             self.cancel_upstream(upstream_id, "timed out", &mut effects);
             self.ended_requests.insert(upstream_id);
         }
@@ -355,6 +407,7 @@ impl Wrap {
                     portcullis_wire::strict_json::display_name(&p.method)
                 );
                 self.error_to_client(Some(&p.client_id), UPSTREAM_ERROR, message, &mut effects);
+                self.call_ended(upstream_id, &p, CallEnd::WrapperError, &mut effects);
                 self.cancel_upstream(upstream_id, "the session is closing", &mut effects);
             }
         }
@@ -362,8 +415,9 @@ impl Wrap {
         effects
     }
 
-    /// The earliest deadline of a request in flight, or of the grace period
-    /// of a closing session, in ms.
+    /// The earliest deadline of a request in flight, of the grace period
+    /// of a closing session, or of an aggregation interval with events to
+    /// write, in ms.
     pub fn next_deadline(&self) -> Option<u64> {
         if self.closed {
             return None;
@@ -373,7 +427,68 @@ impl Wrap {
             .values()
             .map(|p| p.deadline)
             .chain(drained_by)
+            .chain(self.floods.next_flush())
             .min()
+    }
+
+    /// The driver could not write to the audit journal, at `now` ms:
+    /// `call`, the upstream id of a [`Effect::ForwardCall`] whose intent
+    /// could not be recorded (its line was not written), or `None` for any
+    /// other record (or a journal broken from its start). From now on the
+    /// session forwards no `tools/call`: each is answered with the tool
+    /// error [`JOURNAL_DENIAL`], and so is `call`. Nothing turns this off.
+    ///
+    /// Call it after carrying out the whole batch of effects in which the
+    /// write failed (once per failed intent, once for any other record):
+    /// the core made that batch before the failure, and the effects this
+    /// returns (the denial, perhaps the end of a closing session) come
+    /// after it.
+    pub fn journal_unavailable(&mut self, call: Option<i64>, now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        self.journal_down = true;
+        let Some(upstream_id) = call else {
+            return effects;
+        };
+        let Some(p) = self.pending.remove(&upstream_id) else {
+            return effects;
+        };
+        let Some(started) = p.call else {
+            // Not a call forwarded with an intent: put it back.
+            self.pending.insert(upstream_id, p);
+            return effects;
+        };
+        // The line never reached the upstream.
+        self.counters.unforward(&p.method);
+        self.deny_for_journal(p.line, &p.client_id, started.revision, None, &mut effects);
+        self.call_ended(upstream_id, &p, CallEnd::WrapperError, &mut effects);
+        self.settle_draining(&mut effects);
+        effects
+    }
+
+    /// Whether the session fails closed for want of a journal.
+    pub fn is_journal_down(&self) -> bool {
+        self.journal_down
+    }
+
+    /// The driver is ending the session, at `now` ms, whatever state it is
+    /// in (a signal, the client gone): every forwarded call still in flight
+    /// gets its outcome (ended by the wrapper, unanswered), every
+    /// aggregated run its record. Only audit records and notices come out;
+    /// nothing more is written to either peer.
+    pub fn finish(&mut self, now: u64) -> Vec<Effect> {
+        self.now = self.now.max(now);
+        let mut effects = Vec::new();
+        if self.closed {
+            return effects;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for (upstream_id, p) in pending {
+            self.call_ended(upstream_id, &p, CallEnd::WrapperError, &mut effects);
+        }
+        self.flush_all_floods(&mut effects);
+        self.closed = true;
+        effects
     }
 
     /// What the session counted.
@@ -527,8 +642,150 @@ impl Wrap {
 
     pub(crate) fn close(&mut self, end: End, effects: &mut Vec<Effect>) {
         if !self.closed {
+            self.flush_all_floods(effects);
             self.closed = true;
             effects.push(Effect::Close(end));
         }
     }
+
+    /// Answer the `tools/call` from client `line` with the journal denial.
+    pub(crate) fn deny_for_journal(
+        &mut self,
+        line: u64,
+        client_id: &Id,
+        revision: Revision,
+        tool: Option<&str>,
+        effects: &mut Vec<Effect>,
+    ) {
+        self.counters.journal_denials += 1;
+        self.counters.calls_denied += 1;
+        // A call whose intent failed has no denial record: its outcome says
+        // the wrapper ended it.
+        if let Some(tool) = tool {
+            effects.push(Effect::Audit(AuditRecord::CallDenied {
+                line,
+                tool: tool.to_owned(),
+                reason: "audit journal unavailable".to_owned(),
+            }));
+        }
+        let result = reply::call_tool(revision, JOURNAL_DENIAL, true);
+        self.send_client(
+            Message::Response {
+                id: client_id,
+                result: &result,
+            },
+            effects,
+        );
+    }
+
+    /// The forwarded call `upstream_id` ended: its outcome, once (only a
+    /// `tools/call` whose intent went out has one).
+    pub(crate) fn call_ended(
+        &mut self,
+        upstream_id: i64,
+        pending: &Pending,
+        end: CallEnd,
+        effects: &mut Vec<Effect>,
+    ) {
+        let Some(started) = pending.call else { return };
+        let (is_error, answered_by) = match end {
+            CallEnd::Answered { is_error } => (is_error, AnsweredBy::Upstream),
+            CallEnd::WrapperError | CallEnd::TimedOut => (true, AnsweredBy::Wrapper),
+            CallEnd::Cancelled => (false, AnsweredBy::Wrapper),
+        };
+        effects.push(Effect::Audit(AuditRecord::Outcome(Outcome {
+            call: upstream_id,
+            is_error,
+            answered_by,
+            cancelled: end == CallEnd::Cancelled,
+            timed_out: end == CallEnd::TimedOut,
+            elapsed_ms: self.now.saturating_sub(started.at),
+        })));
+    }
+
+    /// A quarantine, a drop or a late answer on `line`: whether it is the
+    /// first of its interval (record and show it now) or counted into it.
+    pub(crate) fn flood_first(
+        &mut self,
+        key: FloodKey,
+        line: u64,
+        fingerprint: Option<portcullis_wire::Fingerprint>,
+    ) -> bool {
+        self.floods.note(key, line, fingerprint, self.now)
+    }
+
+    /// Write the runs of the aggregation intervals that are over.
+    pub(crate) fn flush_floods(&mut self, effects: &mut Vec<Effect>) {
+        if self.closed || self.floods.next_flush().is_none_or(|at| at > self.now) {
+            // Intervals without a run close lazily, on their key's next event.
+            return;
+        }
+        for (key, run) in self.floods.due(self.now) {
+            write_run(key, run, effects);
+        }
+    }
+
+    fn flush_all_floods(&mut self, effects: &mut Vec<Effect>) {
+        for (key, run) in self.floods.all() {
+            write_run(key, run, effects);
+        }
+    }
+}
+
+/// The record and the stderr summary of the events of `key` counted
+/// after the first of an interval.
+fn write_run(key: FloodKey, run: Run, effects: &mut Vec<Effect>) {
+    let Run {
+        first_line,
+        last_line,
+        count,
+        fingerprint,
+    } = run;
+    let lines = if count == 1 {
+        format!("line {first_line}")
+    } else {
+        format!("lines {first_line} to {last_line}")
+    };
+    match key {
+        FloodKey::Quarantined(stage) => {
+            effects.push(Effect::Audit(AuditRecord::Quarantined {
+                line: first_line,
+                stage,
+                fingerprint: fingerprint.unwrap_or_else(|| portcullis_wire::Fingerprint::of(b"")),
+                count,
+                last_line,
+            }));
+            effects.push(Effect::Notice(format!(
+                "quarantined {count} more upstream stdout line(s) refused at the {} stage ({lines}); not shown, not forwarded",
+                stage.as_str()
+            )));
+        }
+        FloodKey::Dropped(why) => {
+            effects.push(Effect::Audit(AuditRecord::Dropped {
+                line: first_line,
+                why,
+                count,
+                last_line,
+            }));
+            if why == crate::effect::Dropped::UnmatchedResponse {
+                effects.push(Effect::Notice(format!(
+                    "dropped {count} more upstream response(s) that match no request in flight (upstream {lines})"
+                )));
+            }
+        }
+        FloodKey::LateAnswer => effects.push(Effect::Audit(AuditRecord::LateAnswer {
+            line: first_line,
+            count,
+            last_line,
+        })),
+    }
+}
+
+/// The stderr effect for the first quarantined line of an interval.
+pub(crate) fn shown(line: u64, reason: String, bytes: &[u8]) -> Effect {
+    Effect::Quarantine(Quarantined {
+        line,
+        reason,
+        bytes: bytes.to_vec(),
+    })
 }

@@ -16,6 +16,10 @@
 //! like any over-long line, and when the id of a request in flight can be
 //! read from its first bytes, that request is answered with an error at
 //! once rather than when its time runs out.
+//!
+//! Quarantines and drops are journaled and shown aggregated
+//! ([`crate::flood`]): an upstream cannot grow the journal or our stderr by
+//! the line.
 
 use portcullis_gateway::id::Remember;
 use portcullis_gateway::mcp::cancelled_request;
@@ -24,9 +28,10 @@ use portcullis_wire::strict_json::display_name;
 use portcullis_wire::{ErrorObject, FrameEvent, Id, Object, RpcMessage, Stage};
 use serde_json::{Map, Value};
 
-use crate::effect::{AuditRecord, Dropped, Effect, Quarantined};
+use crate::effect::{AuditRecord, Dropped, Effect};
 use crate::encode::Message;
-use crate::session::{Asked, UPSTREAM_ERROR, Wrap, read_frame};
+use crate::flood::FloodKey;
+use crate::session::{Asked, CallEnd, UPSTREAM_ERROR, Wrap, read_frame, shown};
 
 /// Requests the upstream may send the client.
 pub const UPSTREAM_REQUESTS: [&str; 4] = [
@@ -198,6 +203,7 @@ impl Wrap {
         let Some(p) = self.pending.remove(&upstream_id) else {
             return;
         };
+        self.call_ended(upstream_id, &p, CallEnd::WrapperError, effects);
         let method = display_name(&p.method);
         let why = if over_long {
             format!(
@@ -255,10 +261,11 @@ impl Wrap {
         answer: Result<Value, ErrorObject>,
         effects: &mut Vec<Effect>,
     ) {
-        let Some(pending) = (match id {
-            Id::Int(n) => self.pending.remove(n),
+        let found = match id {
+            Id::Int(n) => self.pending.remove(n).map(|p| (*n, p)),
             Id::Str(_) => None,
-        }) else {
+        };
+        let Some((upstream_id, pending)) = found else {
             let late = matches!(id, Id::Int(n) if self.ended_requests.take(*n));
             let why = if late {
                 Dropped::LateResponse
@@ -267,6 +274,14 @@ impl Wrap {
             };
             return self.drop_message(line, why, effects);
         };
+        let end = match &answer {
+            Err(_) => CallEnd::Answered { is_error: true },
+            Ok(Value::Object(result)) => CallEnd::Answered {
+                is_error: result.get("isError") == Some(&Value::Bool(true)),
+            },
+            Ok(_) => CallEnd::WrapperError,
+        };
+        self.call_ended(upstream_id, &pending, end, effects);
         let client_id = pending.client_id;
         let result = match answer {
             Err(error) => {
@@ -446,7 +461,15 @@ impl Wrap {
 
     fn drop_message(&mut self, line: u64, why: Dropped, effects: &mut Vec<Effect>) {
         self.counters.dropped += 1;
-        effects.push(Effect::Audit(AuditRecord::Dropped { line, why }));
+        if !self.flood_first(FloodKey::Dropped(why), line, None) {
+            return;
+        }
+        effects.push(Effect::Audit(AuditRecord::Dropped {
+            line,
+            why,
+            count: 1,
+            last_line: line,
+        }));
         if why == Dropped::UnmatchedResponse {
             effects.push(Effect::Notice(format!(
                 "dropped upstream line {line}: a response that matches no request in flight"
@@ -464,15 +487,16 @@ impl Wrap {
         effects: &mut Vec<Effect>,
     ) {
         self.counters.quarantined += 1;
+        if !self.flood_first(FloodKey::Quarantined(stage), line, Some(fingerprint)) {
+            return;
+        }
         effects.push(Effect::Audit(AuditRecord::Quarantined {
             line,
             stage,
             fingerprint,
+            count: 1,
+            last_line: line,
         }));
-        effects.push(Effect::Quarantine(Quarantined {
-            line,
-            reason,
-            bytes: bytes.to_vec(),
-        }));
+        effects.push(shown(line, reason, bytes));
     }
 }

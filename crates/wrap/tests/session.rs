@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use portcullis_wire::check_transcript;
-use portcullis_wrap::{AuditRecord, Config, Dropped, Effect, End, Pins, Wrap, parse_pins};
+use portcullis_wrap::flood::INTERVAL_MS;
+use portcullis_wrap::{AuditRecord, Config, Dropped, Effect, End, Intent, Pins, Wrap, parse_pins};
 use serde_json::{Value, json};
 
 /// Everything a session did, split by kind.
@@ -16,6 +17,7 @@ struct Seen {
     upstream_bytes: Vec<Vec<u8>>,
     quarantined: Vec<(u64, Vec<u8>)>,
     audit: Vec<AuditRecord>,
+    intents: Vec<Intent>,
     notices: Vec<String>,
     pins: Option<Pins>,
     end_input: bool,
@@ -36,6 +38,12 @@ impl Seen {
                         .push(serde_json::from_slice(line.as_bytes()).unwrap());
                     self.upstream_bytes.push(line.into_bytes());
                 }
+                Effect::ForwardCall { intent, line } => {
+                    self.intents.push(intent);
+                    self.upstream
+                        .push(serde_json::from_slice(line.as_bytes()).unwrap());
+                    self.upstream_bytes.push(line.into_bytes());
+                }
                 Effect::Quarantine(q) => self.quarantined.push((q.line, q.bytes)),
                 Effect::Audit(record) => self.audit.push(record),
                 Effect::Notice(text) => self.notices.push(text),
@@ -51,6 +59,11 @@ impl Seen {
 struct Session {
     wrap: Wrap,
     seen: Seen,
+    /// The clock, in ms.
+    now: u64,
+    /// How far the clock moves after each line fed: a whole aggregation
+    /// interval shows every quarantine and drop on its own.
+    step_ms: u64,
 }
 
 impl Session {
@@ -58,17 +71,32 @@ impl Session {
         Self {
             wrap: Wrap::new(config),
             seen: Seen::default(),
+            now: 0,
+            step_ms: 0,
         }
     }
 
+    /// Each line fed from now on comes one aggregation interval after the
+    /// one before.
+    fn line_by_line(&mut self) -> &mut Self {
+        self.step_ms = INTERVAL_MS;
+        self
+    }
+
     fn client(&mut self, line: &str) -> &mut Self {
-        let effects = self.wrap.from_client(format!("{line}\n").as_bytes(), 0);
+        let effects = self
+            .wrap
+            .from_client(format!("{line}\n").as_bytes(), self.now);
+        self.now += self.step_ms;
         self.seen.take(effects);
         self
     }
 
     fn upstream(&mut self, line: &str) -> &mut Self {
-        let effects = self.wrap.from_upstream(format!("{line}\n").as_bytes(), 0);
+        let effects = self
+            .wrap
+            .from_upstream(format!("{line}\n").as_bytes(), self.now);
+        self.now += self.step_ms;
         self.seen.take(effects);
         self
     }
@@ -161,6 +189,7 @@ fn the_upstream_receives_the_canonical_encoding_never_the_raw_bytes() {
 #[test]
 fn upstream_junk_is_quarantined_with_its_line_number_and_never_forwarded() {
     let mut s = Session::new(Config::default());
+    s.line_by_line();
     s.upstream("loading optional extension")
         .upstream(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}{"jsonrpc":"2.0","id":1,"result":{}}"#)
         .upstream(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"unknown"}}"#)
@@ -175,7 +204,7 @@ fn upstream_junk_is_quarantined_with_its_line_number_and_never_forwarded() {
 #[test]
 fn unsolicited_and_duplicate_responses_are_dropped_and_counted() {
     let mut s = Session::new(Config::default());
-    s.handshake();
+    s.handshake().line_by_line();
     s.upstream(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)
         .upstream(r#"{"jsonrpc":"2.0","id":99,"result":{}}"#)
         .upstream(r#"{"jsonrpc":"2.0","id":"1","result":{}}"#)
@@ -747,15 +776,24 @@ fn a_client_answer_to_a_request_the_upstream_cancelled_is_dropped_not_refused() 
             "{method}: the upstream cancelled it"
         );
         assert!(
-            s.seen
-                .audit
-                .iter()
-                .any(|r| matches!(r, AuditRecord::LateAnswer { line: 3 })),
+            s.seen.audit.iter().any(|r| matches!(
+                r,
+                AuditRecord::LateAnswer {
+                    line: 3,
+                    count: 1,
+                    last_line: 3
+                }
+            )),
             "{method}: {:?}",
             s.seen.audit
         );
         assert_eq!(
-            AuditRecord::LateAnswer { line: 3 }.to_json()["why"],
+            AuditRecord::LateAnswer {
+                line: 3,
+                count: 1,
+                last_line: 3
+            }
+            .to_json()["why"],
             "answer_after_cancel"
         );
         assert_eq!(s.wrap.counters().late_answers, 1);
@@ -814,6 +852,8 @@ fn an_upstream_answer_after_a_timeout_or_a_cancellation_is_dropped_as_late() {
         );
     s.seen.take(s.wrap.tick(1000));
     let answered = s.seen.client.len();
+    s.now = 1000;
+    s.line_by_line();
     s.upstream(r#"{"jsonrpc":"2.0","id":2,"result":{}}"#)
         .upstream(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#)
         .upstream(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
@@ -893,7 +933,8 @@ fn an_answer_over_the_frame_cap_answers_its_request_at_once_when_its_id_leads() 
     let mut s = Session::new(config);
     s.handshake();
     s.client(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#)
-        .client(r#"{"jsonrpc":"2.0","id":"b","method":"ping"}"#);
+        .client(r#"{"jsonrpc":"2.0","id":"b","method":"ping"}"#)
+        .line_by_line();
     let pad = "x".repeat(600);
     let answered = s.seen.client.len();
     // The id after the oversized part: unreadable, the request waits.
@@ -904,9 +945,9 @@ fn an_answer_over_the_frame_cap_answers_its_request_at_once_when_its_id_leads() 
     // The id first, spread over chunks: answered when the cap is crossed.
     let line = format!(r#"{{"jsonrpc": "2.0", "id": 2, "result": {{"pad": "{pad}"}}}}"#);
     let (head, tail) = line.as_bytes().split_at(30);
-    s.seen.take(s.wrap.from_upstream(head, 0));
+    s.seen.take(s.wrap.from_upstream(head, s.now));
     assert_eq!(s.seen.client.len(), answered);
-    s.seen.take(s.wrap.from_upstream(tail, 0));
+    s.seen.take(s.wrap.from_upstream(tail, s.now));
     assert_eq!(s.last_client()["id"], "a");
     assert_eq!(s.last_client()["error"]["code"], -32603);
     assert!(

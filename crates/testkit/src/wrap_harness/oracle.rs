@@ -18,7 +18,12 @@
 //!   receives no answer to a request it cancelled, and no more answers for
 //!   an id than requests it sent under it;
 //! - once the clock has passed every deadline, every client request that
-//!   reached the upstream has been answered, unless the client cancelled it.
+//!   reached the upstream has been answered, unless the client cancelled it;
+//! - a `tools/call` reaches the upstream only with its intent, and none
+//!   once the journal failed; from then on a `tools/call` not forwarded
+//!   before is answered, if with a result, only with the denial, and the
+//!   call whose intent failed is answered with it (unless the client
+//!   cancelled it).
 
 use std::collections::{HashMap, HashSet};
 
@@ -115,7 +120,14 @@ struct Asked {
     /// The line of the first request with this id.
     line: u64,
     answered: bool,
+    /// It is a `tools/call`.
+    call: bool,
+    /// Its index among the valid client messages.
+    index: usize,
 }
+
+/// The text of the denial every call gets once the journal failed.
+pub const JOURNAL_DENIAL: &str = "denied: audit journal unavailable";
 
 /// Everything the oracle has seen, and its verdicts.
 #[derive(Debug, Default)]
@@ -176,6 +188,16 @@ pub struct Oracle {
     latest: HashMap<String, Value>,
     /// Client frames already forwarded, by index.
     forwarded: HashSet<usize>,
+    /// The journal failed: no call goes up, calls are denied.
+    journal_failed: bool,
+    /// The client lines written when the wrapper was told: the calls on
+    /// later lines reach a wrapper that knows.
+    told_after_line: Option<u64>,
+    /// Client frames whose call was held back when its intent failed, by
+    /// index.
+    withheld: HashSet<usize>,
+    /// Ids of calls held back that are owed the denial.
+    denial_owed: HashSet<String>,
 }
 
 impl Oracle {
@@ -197,10 +219,13 @@ impl Oracle {
                 continue;
             };
             match (m.get("id"), m.get("method")) {
-                (Some(id), Some(_)) => {
+                (Some(id), Some(method)) => {
+                    let index = self.client_sent.len();
                     self.client_requests.entry(id.to_string()).or_insert(Asked {
                         line: number,
                         answered: false,
+                        call: method == "tools/call",
+                        index,
                     });
                 }
                 (Some(id), None) => {
@@ -269,6 +294,12 @@ impl Oracle {
     /// After the clock passed every deadline: every client request that
     /// reached the upstream is answered, unless the client cancelled it.
     pub(crate) fn finish(&self) {
+        for id in &self.denial_owed {
+            assert!(
+                self.client_cancelled.contains_key(id),
+                "the call {id}, held back when its intent could not be journaled, was never answered with the denial"
+            );
+        }
         for index in &self.forwarded {
             let Some(id) = self.client_sent[*index].get("id") else {
                 continue;
@@ -344,8 +375,51 @@ impl Oracle {
         }
     }
 
-    /// Judge one line the upstream received.
-    pub(crate) fn upstream_received(&mut self, line: &[u8]) {
+    /// The journal failed: the wrapper must hold every call back.
+    pub(crate) fn journal_failed(&mut self) {
+        self.journal_failed = true;
+    }
+
+    /// The wrapper was told the journal failed.
+    pub(crate) fn journal_failure_told(&mut self) {
+        self.told_after_line.get_or_insert(self.client_line);
+    }
+
+    /// The `tools/call` `line` was held back: its intent could not be
+    /// journaled. Its client request is owed the denial.
+    pub(crate) fn call_withheld(&mut self, line: &[u8]) {
+        assert!(
+            self.journal_failed,
+            "a call held back while the journal works"
+        );
+        let body = line.strip_suffix(b"\n").unwrap_or(line);
+        let Some(m) = valid_message(body, usize::MAX) else {
+            panic!(
+                "a call held back that is not a valid message: {}",
+                show(line)
+            );
+        };
+        let wanted = without(&m, &["id"]);
+        let found = self.client_sent.iter().enumerate().find(|(i, c)| {
+            !self.forwarded.contains(i)
+                && !self.withheld.contains(i)
+                && c.contains_key("id")
+                && without(c, &["id"]) == wanted
+        });
+        let Some((index, client)) = found else {
+            panic!(
+                "a call held back that no valid client frame asked for: {}",
+                show(line)
+            );
+        };
+        let id = client["id"].to_string();
+        self.withheld.insert(index);
+        self.denial_owed.insert(id);
+    }
+
+    /// Judge one line the upstream received; `with_intent` when it came
+    /// with an intent (a `tools/call` must).
+    pub(crate) fn upstream_received(&mut self, line: &[u8], with_intent: bool) {
         let body = line
             .strip_suffix(b"\n")
             .expect("a line to the upstream ends with a newline");
@@ -364,6 +438,18 @@ impl Oracle {
         let m = valid_message(body, usize::MAX)
             .unwrap_or_else(|| panic!("the upstream received an invalid message: {}", show(line)));
         let method = m.get("method").and_then(Value::as_str);
+        let is_call = method == Some("tools/call");
+        assert_eq!(
+            is_call,
+            with_intent,
+            "a tools/call reaches the upstream with its intent, and only one does: {}",
+            show(line)
+        );
+        assert!(
+            !(is_call && self.journal_failed),
+            "a tools/call reached the upstream after the journal failed: {}",
+            show(line)
+        );
         match (method, m.get("id")) {
             (Some("notifications/cancelled"), None) => self.judge_cancel(&m, line),
             (Some(_), id) => {
@@ -379,6 +465,7 @@ impl Oracle {
                 let wanted = without(&m, &["id"]);
                 let found = self.client_sent.iter().enumerate().find(|(i, c)| {
                     !self.forwarded.contains(i)
+                        && !self.withheld.contains(i)
                         && c.contains_key("id") == id.is_some()
                         && without(c, &["id"]) == wanted
                 });
@@ -562,6 +649,17 @@ impl Oracle {
                 );
                 asked.answered = true;
                 let asked_on = asked.line;
+                let held_back = asked.call
+                    && !self.forwarded.contains(&asked.index)
+                    && self.told_after_line.is_some_and(|told| asked_on > told);
+                let owed = self.denial_owed.remove(&id.to_string());
+                if owed || (held_back && m.contains_key("result")) {
+                    assert!(
+                        m.get("result").is_some_and(is_journal_denial),
+                        "a call not forwarded after the journal failed was answered with other than the denial: {}",
+                        show(line)
+                    );
+                }
                 if let Some(invalid) = self.invalid_line {
                     assert!(
                         asked_on <= invalid,
@@ -692,6 +790,19 @@ impl Oracle {
             show(line)
         );
     }
+}
+
+/// The tool error every call gets once the journal failed.
+fn is_journal_denial(result: &Value) -> bool {
+    result.get("isError") == Some(&Value::Bool(true))
+        && result
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|c| {
+                c.len() == 1
+                    && c[0].get("type") == Some(&Value::from("text"))
+                    && c[0].get("text") == Some(&Value::from(JOURNAL_DENIAL))
+            })
 }
 
 /// The canonical line: the JSON-RPC members in the order the
