@@ -2,7 +2,8 @@
 //! any existing stdio MCP server, in both directions.
 //!
 //! An MCP client launches `portcullis wrap [--policy FILE] [--pins FILE]
-//! [--pins-write FILE] [--audit FILE] -- COMMAND [ARGS...]`, which launches
+//! [--pins-write FILE] [--audit FILE [--audit-key-env NAME]] -- COMMAND
+//! [ARGS...]`, which launches
 //! the upstream server with stdin, stdout and stderr as three pipes. This
 //! file is startup (arguments, policy, pins, journal, the upstream, the
 //! threads); the sans-IO core is [`portcullis_wrap::Wrap`], carried out by
@@ -24,6 +25,12 @@
 //! 3. A stdout write failure exits 4, SIGINT and SIGTERM 130 and 143; in
 //! every case the upstream is then ended the same way (at once after a
 //! signal).
+//!
+//! The audit journal fails closed: a `tools/call` is forwarded only once its
+//! intent is written and synced, and once any record cannot be written
+//! (or the journal's first record could not be), every call is answered
+//! with a denial. A journal path that cannot be opened, or an unusable
+//! `--audit-key-env`, is a startup error.
 //!
 //! The client's end of input is seen even while its input is not taken
 //! (the upstream's queue is full): the stdin reader watches for the
@@ -94,9 +101,18 @@ pub struct WrapArgs {
     #[arg(long, value_name = "FILE")]
     pins_write: Option<PathBuf>,
 
-    /// Append an audit journal (JSON Lines) to FILE.
+    /// Append an audit journal (JSON Lines, each session a hash chain) to
+    /// FILE: every forwarded tools/call is journaled (and synced) before it
+    /// is forwarded, with its outcome after. If a record cannot be written,
+    /// every tools/call is denied from then on.
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
+
+    /// Key the audit journal with the bytes of the environment variable
+    /// NAME (at least 16): every record then carries an HMAC-SHA-256, so a
+    /// writer without the key cannot rebuild the chain after an edit.
+    #[arg(long, value_name = "NAME", requires = "audit")]
+    audit_key_env: Option<String>,
 
     #[command(flatten)]
     log: LogArgs,
@@ -126,7 +142,19 @@ pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         None => Config::with_pins(pins),
     };
     config.grace_ms = args.grace_ms;
-    let journal = serve::open_journal(args.audit.as_deref(), WrapJournal::open)?;
+    let key = crate::audit::key_for(args.audit.as_deref(), args.audit_key_env.as_deref())?;
+    let journal = serve::open_journal(args.audit.as_deref(), |path| WrapJournal::open(path, key))?;
+    let mut wrap = Wrap::new(config);
+    if let Some(journal) = &journal {
+        tracing::info!(session = journal.session(), "audit journal session");
+    }
+    if journal.as_ref().is_some_and(WrapJournal::is_broken) {
+        tracing::error!(
+            "the audit journal's first record could not be written; every tools/call is denied"
+        );
+        // Nothing to carry out: no call is in flight yet.
+        let _ = wrap.journal_unavailable(None, 0);
+    }
     let mut upstream = Upstream::spawn(&args.command)?;
     let child_stdin = upstream.child.stdin.take().context("upstream stdin")?;
     let child_stdout = upstream.child.stdout.take().context("upstream stdout")?;
@@ -163,7 +191,7 @@ pub fn run(args: &WrapArgs, stdout: PrivateStdout) -> anyhow::Result<ExitCode> {
         "wrapping an MCP server on stdio"
     );
     let driver = Driver {
-        wrap: Wrap::new(config),
+        wrap,
         writer: stdout.into_frame_writer(),
         journal,
         pins_write: args.pins_write.clone(),

@@ -412,13 +412,21 @@ fn timeouts_and_cancellations_reach_the_upstream_with_its_own_ids() {
         !frames.iter().any(|f| f["id"] == "c"),
         "a cancelled request is not answered"
     );
-    // The upstream saw both calls under our ids 3 and 4, and a cancellation for each.
+    // The upstream saw the slow call under our id 3 and its cancellation.
     assert!(
         ended.stderr.contains("cancelled requestId=3"),
         "{}",
         ended.stderr
     );
-    assert!(
+    // The cancelled call went up under our id 4 and its cancellation after
+    // it, unless both were read at once: then the call was taken back and
+    // the upstream saw neither.
+    let went_up = ended
+        .received_by_upstream()
+        .iter()
+        .any(|m| m["method"] == "tools/call" && m["id"] == 4);
+    assert_eq!(
+        went_up,
         ended.stderr.contains("cancelled requestId=4"),
         "{}",
         ended.stderr
@@ -625,7 +633,10 @@ fn a_late_answer_to_a_request_the_upstream_cancelled_is_dropped_and_the_session_
         .into_iter()
         .filter(|r| r["kind"] == "wrap_dropped")
         .collect();
-    assert_eq!(dropped.len(), 3, "{dropped:?}");
+    // Journaled as they come, aggregated within an interval: every one is
+    // counted.
+    let counted: u64 = dropped.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 3, "{dropped:?}");
     assert!(
         dropped.iter().all(|r| r["why"] == "answer_after_cancel"),
         "{dropped:?}"

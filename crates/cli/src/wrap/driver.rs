@@ -2,6 +2,12 @@
 //! writer, the upstream's stdin channel, the journal and the pins file.
 //! It carries out every effect in order, keeps the clock (milliseconds
 //! since start) and the end-of-session steps.
+//!
+//! A `tools/call` reaches the upstream's queue only after its intent is in
+//! the journal and synced. When a record cannot be written the journal is
+//! broken for good and the core is told ([`Wrap::journal_unavailable`]):
+//! the call whose intent failed is answered with a denial instead of
+//! forwarded, and so is every later call.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -104,8 +110,14 @@ impl Driver {
         self.to_upstream = None;
         self.upstream
             .end(until.saturating_duration_since(Instant::now()));
-        if let Some(journal) = &mut self.journal {
-            journal.sync();
+        let effects = self.wrap.finish(self.now_ms());
+        self.carry_out(effects);
+        let forwarded = self.wrap.counters().forwarded.clone();
+        if let Some(journal) = &mut self.journal
+            && !journal.is_broken()
+            && let Err(err) = journal.close(&forwarded)
+        {
+            tracing::error!(error = %err, "cannot write the end of the audit journal's session");
         }
         let c = self.wrap.counters();
         tracing::info!(
@@ -119,6 +131,7 @@ impl Driver {
             rug_pulls = c.rug_pulls,
             timeouts = c.timeouts,
             late_answers = c.late_answers,
+            journal_denials = c.journal_denials,
             upstream_answers_dropped = self.upstream_answers_dropped,
             "wrap session over"
         );
@@ -257,7 +270,48 @@ impl Driver {
         }
     }
 
+    /// A journal write failed while carrying out a batch: noted in
+    /// `failed` (`call`: the call whose intent failed), for the core to be
+    /// told once the batch is carried out.
+    fn journal_failed(
+        &mut self,
+        failed: &mut Vec<Option<i64>>,
+        call: Option<i64>,
+        err: &std::io::Error,
+    ) {
+        let told = self.wrap.is_journal_down() || !failed.is_empty();
+        if !told {
+            tracing::error!(error = %err, "cannot write the audit journal; every tools/call is denied from now on");
+        }
+        // A failed intent is always reported (its call is owed the denial);
+        // any other failure once.
+        if call.is_some() || !told {
+            failed.push(call);
+        }
+    }
+
+    /// Queue a line for the upstream's stdin.
+    fn queue_for_upstream(&mut self, line: Vec<u8>) {
+        if self.upstream_caused && self.backlog_bytes + line.len() > UPSTREAM_CAUSED_BACKLOG_BYTES {
+            self.upstream_answers_dropped += 1;
+            if self.upstream_answers_dropped == 1 {
+                tracing::warn!(
+                    "the upstream writes requests without reading its input; the answers to those the wrapper refuses are dropped from now on"
+                );
+            }
+            return;
+        }
+        self.backlog_bytes += line.len();
+        self.backlog.push_back(line);
+        self.flush_backlog();
+    }
+
+    /// Carry out `effects` in order. The core learns of a journal failure
+    /// only after the whole batch (it made the batch before the failure):
+    /// then it answers each call whose intent failed with a denial, and
+    /// forwards no call from then on.
     fn carry_out(&mut self, effects: Vec<Effect>) {
+        let mut failed = Vec::new();
         for effect in effects {
             match effect {
                 Effect::ToClient(line) => {
@@ -266,22 +320,16 @@ impl Driver {
                         self.exit = Some(EXIT_STDOUT);
                     }
                 }
-                Effect::ToUpstream(line) => {
-                    let line = line.into_bytes();
-                    if self.upstream_caused
-                        && self.backlog_bytes + line.len() > UPSTREAM_CAUSED_BACKLOG_BYTES
-                    {
-                        self.upstream_answers_dropped += 1;
-                        if self.upstream_answers_dropped == 1 {
-                            tracing::warn!(
-                                "the upstream writes requests without reading its input; the answers to those the wrapper refuses are dropped from now on"
-                            );
-                        }
-                        continue;
+                Effect::ToUpstream(line) => self.queue_for_upstream(line.into_bytes()),
+                Effect::ForwardCall { intent, line } => {
+                    let recorded = match &mut self.journal {
+                        Some(journal) => journal.intent(&intent),
+                        None => Ok(()),
+                    };
+                    match recorded {
+                        Ok(()) => self.queue_for_upstream(line.into_bytes()),
+                        Err(err) => self.journal_failed(&mut failed, Some(intent.call), &err),
                     }
-                    self.backlog_bytes += line.len();
-                    self.backlog.push_back(line);
-                    self.flush_backlog();
                 }
                 Effect::Quarantine(q) => tracing::warn!(
                     line = q.line,
@@ -291,8 +339,10 @@ impl Driver {
                 ),
                 Effect::Audit(record) => {
                     tracing::debug!(record = %super::journal::bounded(&record), "audit");
-                    if let Some(journal) = &mut self.journal {
-                        journal.append(&record);
+                    if let Some(journal) = &mut self.journal
+                        && let Err(err) = journal.record(&record)
+                    {
+                        self.journal_failed(&mut failed, None, &err);
                     }
                 }
                 Effect::Notice(text) => tracing::warn!("{text}"),
@@ -336,6 +386,10 @@ impl Driver {
                     self.exit.get_or_insert(code);
                 }
             }
+        }
+        for call in failed {
+            let effects = self.wrap.journal_unavailable(call, self.now_ms());
+            self.carry_out(effects);
         }
     }
 }

@@ -1,64 +1,99 @@
-//! The wrap audit journal (`portcullis wrap --audit FILE`): JSON Lines,
-//! appended, created 0600. Every record is one of the core's
+//! The wrap audit journal (`portcullis wrap --audit FILE [--audit-key-env
+//! NAME]`): the session's chain in the shared journal file (see
+//! `crate::audit::JournalFile`: `session_start`, every record with `seq`,
+//! `prev` and, keyed, `mac`, then `session_end` with the count of forwarded
+//! requests per method). Every other record is one of the core's
 //! [`AuditRecord`]s (kinds `wrap_rejection`, `wrap_denied`,
 //! `wrap_quarantine`, `wrap_dropped`, `wrap_pinned`, `wrap_rug_pull`,
-//! `wrap_withheld`, `wrap_timeout`, `wrap_upstream_exited`) with `time`
-//! and `session` added; none holds frame bytes, ids or argument values.
+//! `wrap_withheld`, `wrap_timeout`, `wrap_upstream_exited`, `wrap_outcome`)
+//! or an [`Intent`] (`wrap_intent`, synced before its call is forwarded);
+//! none holds frame bytes, ids or argument values.
+//!
+//! A write that fails breaks the journal for the rest of the run (a
+//! partial line may be in the file); the driver then makes the core fail
+//! closed.
 //!
 //! A tool name is chosen by the client or the upstream and may be as long
 //! as a frame: a record's `tool` is written as its
 //! [`bounded_name`](portcullis_wrap::tools::bounded_name), and any other
 //! text member is cut at [`MAX_TEXT_BYTES`], whoever built the record.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
-use std::time::SystemTime;
 
-use portcullis_wrap::AuditRecord;
 use portcullis_wrap::tools::bounded_name;
+use portcullis_wrap::{AuditRecord, Intent};
 use serde_json::{Map, Value};
 
-use crate::audit::{JournalFile, rfc3339};
+use crate::audit::{AuditKey, JournalFile};
 
 /// Bytes of a text member other than `tool` written to a record (a
 /// denial's reason names at most eight failing keywords).
 pub const MAX_TEXT_BYTES: usize = 4096;
 
-/// An open wrap journal. After a failed write nothing more is appended (a
-/// partial line may be in the file).
+/// An open wrap journal: this run's session in the file.
 #[derive(Debug)]
 pub struct WrapJournal {
     file: JournalFile,
 }
 
 impl WrapJournal {
-    /// Open `path` for appending (created 0600 when missing).
-    pub fn open(path: &Path) -> io::Result<Self> {
-        JournalFile::open(path).map(|file| Self { file })
+    /// Open `path` for appending (created 0600 when missing) and start the
+    /// session. A path that cannot be opened is an error; a first record
+    /// that cannot be written leaves the journal broken
+    /// ([`WrapJournal::is_broken`]).
+    pub fn open(path: &Path, key: Option<AuditKey>) -> io::Result<Self> {
+        JournalFile::open(path, "wrap", key).map(|file| Self { file })
+    }
+
+    /// This run's session id in the file.
+    pub fn session(&self) -> &str {
+        self.file.session()
+    }
+
+    /// Whether a write failed (nothing more is appended).
+    pub fn is_broken(&self) -> bool {
+        self.file.is_broken()
     }
 
     /// Append one record.
-    pub fn append(&mut self, record: &AuditRecord) {
-        if self.file.is_broken() {
-            return;
-        }
-        let mut body = bounded(record);
-        if let Value::Object(map) = &mut body {
-            map.insert("time".into(), Value::String(rfc3339(SystemTime::now())));
-            map.insert(
-                "session".into(),
-                Value::String(self.file.session().to_owned()),
-            );
-        }
-        if let Err(err) = self.file.write_line(body.to_string().into_bytes(), false) {
-            tracing::error!(error = %err, "cannot write the audit journal; no more records will be written");
-        }
+    pub fn record(&mut self, record: &AuditRecord) -> io::Result<()> {
+        self.append(bounded(record), false)
     }
 
-    /// Flush what was written to disk.
-    pub fn sync(&mut self) {
-        self.file.sync();
+    /// Append a call's intent and sync it to disk: only then may the call
+    /// be forwarded.
+    pub fn intent(&mut self, intent: &Intent) -> io::Result<()> {
+        let mut body = intent.to_json();
+        if let Value::Object(map) = &mut body {
+            bound_text(map);
+        }
+        self.append(body, true)
+    }
+
+    /// End the session: `session_end`, with `forwarded` (client requests
+    /// forwarded, by method).
+    pub fn close(&mut self, forwarded: &BTreeMap<String, u64>) -> io::Result<()> {
+        let forwarded: Map<String, Value> = forwarded
+            .iter()
+            .map(|(method, n)| (method.clone(), Value::from(*n)))
+            .collect();
+        let mut extra = Map::new();
+        extra.insert("forwarded".into(), Value::Object(forwarded));
+        self.file.close(extra)
+    }
+
+    fn append(&mut self, record: Value, sync: bool) -> io::Result<()> {
+        let Value::Object(mut body) = record else {
+            return Err(io::Error::other("a record that is not an object"));
+        };
+        let kind = match body.remove("kind") {
+            Some(Value::String(kind)) => kind,
+            _ => return Err(io::Error::other("a record without its kind")),
+        };
+        self.file.append(&kind, body, sync)
     }
 }
 

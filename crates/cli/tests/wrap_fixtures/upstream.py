@@ -18,6 +18,8 @@ Usage: upstream.py MODE
                  line ($FLOOD_BYTES, default 2 MiB) and an unsolicited answer
                  nearly a frame long; received lines are not logged (nor
                  under dense)
+  newlines       like good, but before answering each ping writes $FLOOD_BYTES
+                 (default 2 MiB) of newlines: that many blank lines
   asks-then-cancels
                  on the Nth tools/call asks the client (elicitation/create,
                  sampling/createMessage, roots/list in turn, id "ask-N"),
@@ -161,6 +163,9 @@ def main():
                 continue
             text = message["params"]["arguments"]["message"]
             result = {"content": [{"type": "text", "text": text}]}
+        elif MODE == "newlines" and method == "ping":
+            write("\n" * flood)
+            result = {}
         elif MODE == "dense" and method == "ping" and "answer" in message.get("params", {}):
             write(dense_answer(message["id"], message["params"]["answer"]))
             continue
