@@ -5,7 +5,9 @@
 
 mod common;
 
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
+use std::time::Instant;
 
 use common::{Fixture, Launch, Step, call, http_policy, session, stdout_text};
 use portcullis_testkit::fakes::FakeHttp;
@@ -207,6 +209,70 @@ fn an_unwritable_journal_denies_the_action_without_running_it() {
         ("denied: audit journal unavailable".to_owned(), true)
     );
     assert_eq!(server.connections(), 0, "{}", run.context());
+}
+
+/// The journal's reader goes away after the first action's outcome: the
+/// next intent cannot be written, so that action and every later one are
+/// denied and none runs (failing closed mid-session, not only with a
+/// journal that never took a record).
+#[test]
+fn a_journal_that_breaks_mid_session_denies_every_later_action() {
+    let server = FakeHttp::start();
+    let fx = Fixture::new(&http_policy(server.port()));
+    let fifo = fx.file("audit.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let reader_path = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        let file = std::fs::File::open(&reader_path).expect("open the FIFO");
+        let mut records = Vec::new();
+        for line in BufReader::new(file).lines() {
+            let record: Value = serde_json::from_str(&line.expect("a line")).expect("JSON");
+            let done = record["kind"] == "outcome";
+            records.push(record);
+            if done {
+                break;
+            }
+        }
+        records
+    });
+    let launch = fx.mcp(&fifo);
+    let started = Instant::now();
+    let mut child = launch.spawn();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = common::drain(child.stdout.take().expect("stdout"));
+    let stderr = common::drain(child.stderr.take().expect("stderr"));
+    let first = session(&[&call(2, "service_status", json!({"service": "api"}))]);
+    stdin.write_all(&first).expect("the first call");
+    let records = reader.join().expect("the journal's reader");
+    assert_eq!(kinds(&records), ["session_start", "intent", "outcome"]);
+    for id in 3..=4 {
+        let later = call(id, "service_status", json!({"service": "db"}));
+        stdin.write_all(&later).expect("a later call");
+    }
+    drop(stdin);
+    let status = common::wait_limited(&mut child, common::LAUNCH_LIMIT, &launch.describe());
+    let run = common::Run {
+        status,
+        stdout: stdout.join().expect("stdout"),
+        stderr: stderr.join().expect("stderr"),
+        launch: launch.describe(),
+        elapsed: started.elapsed(),
+    };
+    run.assert_code(0);
+    assert!(!run.tool_result(2).1, "{}", run.context());
+    for id in 3..=4 {
+        assert_eq!(
+            run.tool_result(id),
+            ("denied: audit journal unavailable".to_owned(), true),
+            "{}",
+            run.context()
+        );
+    }
+    assert_eq!(server.connections(), 1, "{}", run.context());
 }
 
 #[test]
@@ -755,8 +821,9 @@ fn each_manipulation_of_a_journal_fails_naming_its_line() {
             {
                 let end: Value = serde_json::from_str(&keyed[3]).expect("JSON");
                 let time = end["time"].as_str().expect("time").to_owned();
-                let later = format!("{}9Z", &time[..time.len() - 2]);
-                edit(&keyed, 3, &time, &later)
+                // Later than any record, so that only the mac tells (a
+                // last digit set to 9 would change nothing when it is 9).
+                edit(&keyed, 3, &time, "2099-12-31T23:59:59.999Z")
             },
             &["--key-env", "AUDIT_KEY"],
             "line 4: mac does not match",

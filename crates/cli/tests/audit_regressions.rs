@@ -1,9 +1,13 @@
-//! Replays `regressions/audit_verify/`: each `.bin` is a forged audit
-//! journal in which *every* line departs from what `portcullis mcp --audit`
-//! or `portcullis wrap --audit` writes (its chain may be intact: the
-//! members are what is forged). `portcullis audit verify` must exit 1 and
-//! name, on stderr, each line and the member that is wrong (never the
-//! kind or the chain members, which are genuine).
+//! Replays `regressions/audit_verify/`. Each `.bin` is an audit journal:
+//!
+//! - `genuine-*`: one the writers write (chain and members intact) that
+//!   `portcullis audit verify` once refused; it must verify, exit 0 with no
+//!   problem;
+//! - any other: a forged journal in which *every* line departs from what
+//!   `portcullis mcp --audit` or `portcullis wrap --audit` writes (its chain
+//!   may be intact: the members are what is forged). `portcullis audit
+//!   verify` must exit 1 and name, on stderr, each line and the member that
+//!   is wrong (never the kind or the chain members, which are genuine).
 
 mod common;
 
@@ -11,7 +15,7 @@ use common::{Fixture, Launch};
 use portcullis_testkit::regressions::{discover_in, workspace_root};
 
 #[test]
-fn forged_journals_are_refused_line_by_line() {
+fn forged_journals_are_refused_line_by_line_and_genuine_ones_verify() {
     let cases = discover_in(&workspace_root().join("regressions"), "audit_verify");
     assert!(
         !cases.is_empty(),
@@ -20,6 +24,21 @@ fn forged_journals_are_refused_line_by_line() {
     let fx = Fixture::new("");
     for case in cases {
         let name = case.path.display().to_string();
+        let genuine = case
+            .path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .is_some_and(|s| s.starts_with("genuine-"));
+        if genuine {
+            let run = Launch::new(fx.cwd.path(), &["audit", "verify"])
+                .arg(&case.path)
+                .run(b"");
+            run.assert_code(0);
+            let report = String::from_utf8_lossy(&run.stdout).into_owned();
+            assert!(report.contains("\nproblems: 0\n"), "{name}:\n{report}");
+            assert!(run.stderr.is_empty(), "{name}: {}", run.stderr_text());
+            continue;
+        }
         let journal = std::fs::read_to_string(&case.path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let lines = journal.lines().count();
         assert!(lines > 0, "{name}: empty");

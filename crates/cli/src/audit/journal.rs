@@ -11,6 +11,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{AuditKey, JournalFile};
+#[cfg(test)]
+use super::{Clock, Sink};
 
 /// An open audit journal. After a failed write every later append fails,
 /// so every later action is denied.
@@ -26,11 +28,20 @@ impl Journal {
         JournalFile::open(path, "mcp", key).map(|file| Self { file })
     }
 
+    /// Start the session on `sink`, reading times from `clock` (a test's
+    /// sink that fails on cue, a test's stepped clock), and whether its
+    /// first record was written.
+    #[cfg(test)]
+    pub fn on(sink: Box<dyn Sink>, clock: Clock, key: Option<AuditKey>) -> (Self, io::Result<()>) {
+        let (file, started) = JournalFile::start(sink, clock, "mcp", key);
+        (Self { file }, started)
+    }
+
     fn append(&mut self, kind: &str, body: impl Serialize, sync: bool) -> io::Result<()> {
-        let body = match serde_json::to_value(body).map_err(io::Error::other)? {
-            Value::Object(members) => members,
-            _ => return Err(io::Error::other("a record body is an object")),
-        };
+        // Each body is a struct: it serializes to an object's members.
+        let body: Map<String, Value> = serde_json::to_value(body)
+            .and_then(serde_json::from_value)
+            .map_err(io::Error::other)?;
         self.file.append(kind, body, sync)
     }
 

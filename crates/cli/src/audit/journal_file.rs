@@ -48,7 +48,15 @@ impl AuditKey {
     /// least [`MIN_KEY_BYTES`] long. The error names the variable, never its
     /// value.
     pub fn from_env(name: &str) -> anyhow::Result<Self> {
-        let Some(value) = std::env::var_os(name) else {
+        Self::from_variable(name, std::env::var_os(name))
+    }
+
+    /// The key `value` of the variable `name` (`None`: not set).
+    pub(super) fn from_variable(
+        name: &str,
+        value: Option<std::ffi::OsString>,
+    ) -> anyhow::Result<Self> {
+        let Some(value) = value else {
             bail!("the audit key variable {name} is not set");
         };
         let bytes = std::os::unix::ffi::OsStringExt::into_vec(value);
@@ -75,10 +83,32 @@ impl AuditKey {
     }
 }
 
+/// Where a session's lines go: the journal file (or, in tests, a sink
+/// that fails on cue, to hold the writer to failing closed).
+pub trait Sink: Write + Send {
+    /// Make what was written durable before the caller goes ahead.
+    fn sync_data(&mut self) -> io::Result<()>;
+}
+
+impl Sink for File {
+    fn sync_data(&mut self) -> io::Result<()> {
+        match File::sync_data(self) {
+            // Not a regular file (a pipe, a terminal): nothing to sync; the
+            // write itself succeeded.
+            Err(err) if err.kind() == io::ErrorKind::InvalidInput => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// The wall clock a session reads its times from (stepped in tests, as an
+/// administrator or NTP may step the real one).
+pub type Clock = Box<dyn FnMut() -> SystemTime + Send>;
+
 /// An open journal file: one session's chain.
-#[derive(Debug)]
 pub struct JournalFile {
-    file: File,
+    sink: Box<dyn Sink>,
+    clock: Clock,
     session: String,
     key: Option<AuditKey>,
     /// The next record's `seq`.
@@ -95,6 +125,18 @@ pub struct JournalFile {
     closed: bool,
 }
 
+impl std::fmt::Debug for JournalFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalFile")
+            .field("session", &self.session)
+            .field("keyed", &self.key.is_some())
+            .field("seq", &self.seq)
+            .field("broken", &self.broken)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
 impl JournalFile {
     /// Open `path` for appending (created 0600 when missing) and start this
     /// run's session (`session_start`, synced). A path that cannot be opened
@@ -106,10 +148,28 @@ impl JournalFile {
             .create(true)
             .mode(0o600)
             .open(path)?;
-        let now = SystemTime::now();
+        let (journal, started) =
+            Self::start(Box::new(file), Box::new(SystemTime::now), command, key);
+        if let Err(err) = started {
+            tracing::error!(error = %err, path = %path.display(), "cannot write to the audit journal");
+        }
+        Ok(journal)
+    }
+
+    /// Start a session of `command` on `sink`: its `session_start`,
+    /// synced, and whether that record was written (when it was not, the
+    /// journal is broken).
+    pub fn start(
+        sink: Box<dyn Sink>,
+        mut clock: Clock,
+        command: &str,
+        key: Option<AuditKey>,
+    ) -> (Self, io::Result<()>) {
+        let now = clock();
         let nanos = now.duration_since(UNIX_EPOCH).unwrap_or_default();
         let mut journal = Self {
-            file,
+            sink,
+            clock,
             session: format!("{}-{:x}", std::process::id(), nanos.as_nanos()),
             seq: 0,
             prev: FIRST_PREV.to_owned(),
@@ -122,10 +182,8 @@ impl JournalFile {
         start.insert("command".into(), command.into());
         start.insert("version".into(), env!("CARGO_PKG_VERSION").into());
         start.insert("keyed".into(), journal.key.is_some().into());
-        if let Err(err) = journal.append("session_start", start, true) {
-            tracing::error!(error = %err, path = %path.display(), "cannot write to the audit journal");
-        }
-        Ok(journal)
+        let started = journal.append("session_start", start, true);
+        (journal, started)
     }
 
     /// This run's session id, `<pid>-<nanoseconds in lowercase hex>`.
@@ -153,9 +211,9 @@ impl JournalFile {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        let mut result = self.file.write_all(&bytes);
+        let mut result = self.sink.write_all(&bytes);
         if result.is_ok() && sync {
-            result = self.sync_data();
+            result = self.sink.sync_data();
         }
         match result {
             Ok(()) => {
@@ -180,18 +238,9 @@ impl JournalFile {
         result
     }
 
-    fn sync_data(&mut self) -> io::Result<()> {
-        match self.file.sync_data() {
-            // Not a regular file (a pipe, a terminal): nothing to sync; the
-            // write itself succeeded.
-            Err(err) if err.kind() == io::ErrorKind::InvalidInput => Ok(()),
-            other => other,
-        }
-    }
-
     /// The record's line, without its newline.
     fn line(&mut self, kind: &str, body: &Map<String, Value>) -> io::Result<String> {
-        let now = SystemTime::now().max(self.last_time);
+        let now = (self.clock)().max(self.last_time);
         self.last_time = now;
         let json = |v: &Value| serde_json::to_string(v).map_err(io::Error::other);
         let mut line = String::with_capacity(256);

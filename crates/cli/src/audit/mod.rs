@@ -85,6 +85,8 @@ mod journal;
 mod journal_file;
 mod shape;
 #[cfg(test)]
+pub mod test_sink;
+#[cfg(test)]
 mod tests;
 mod verify;
 
@@ -96,6 +98,8 @@ use clap::{Args, Subcommand};
 
 pub use self::journal::{Journal, OutcomeRecord, rfc3339};
 pub use self::journal_file::{AuditKey, JournalFile, key_for};
+#[cfg(test)]
+pub use self::journal_file::{Clock, Sink};
 
 /// Arguments of `portcullis audit`.
 #[derive(Debug, Args)]
@@ -171,7 +175,7 @@ pub fn run(args: &AuditArgs, out: impl Write) -> anyhow::Result<ExitCode> {
                 json: *json,
                 allow_cut_short: *allow_cut_short,
             };
-            verify::verify(file, &options, out)
+            verify::verify(file, &options, out, std::io::stderr().lock())
         }
     }
 }

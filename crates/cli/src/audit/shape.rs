@@ -49,7 +49,8 @@ enum Rule {
     /// `YYYY-MM-DDTHH:MM:SS.mmmZ`: RFC 3339 in UTC with milliseconds, a
     /// real instant (what the writers print, nothing else).
     Time,
-    /// `<pid>-<nanoseconds in lowercase hex>`, neither with a leading zero.
+    /// `<pid>-<nanoseconds in lowercase hex>`, neither with a leading zero
+    /// (a clock at or before the epoch gives nanoseconds `0`).
     Session,
     /// A stage name of the wire's [`Stage`] enum.
     Stage,
@@ -337,7 +338,8 @@ fn check(rule: Rule, value: &Value) -> Result<(), String> {
             let session = text()?;
             let well_formed = session.split_once('-').is_some_and(|(pid, nanos)| {
                 is_number(pid, 10, |b| b.is_ascii_digit())
-                    && is_number(nanos, 32, |b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                    && (nanos == "0"
+                        || is_number(nanos, 32, |b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
             });
             if !well_formed {
                 return Err("is not a session id (<pid>-<hex>)".into());

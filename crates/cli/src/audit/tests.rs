@@ -3,6 +3,8 @@
 //! chain built here (sha2 and hmac, nothing from the writer or the
 //! verifier), and properties over journals the real writer
 //! ([`JournalFile`]) wrote, then edited, cut, duplicated or reordered.
+//! The writers failing closed, syncing and keeping time are judged in
+//! `writer`; the command's report, exit status and errors in `report`.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -22,6 +24,9 @@ use super::journal::rfc3339;
 use super::shape::{self, escaped_in_names, is_bounded_name, is_bounded_text, parse_time};
 use super::verify::{Line, Lines, MAX_KEPT_PROBLEMS, MAX_LINE_BYTES, Verdict, verify_stream};
 use super::{AuditKey, JournalFile};
+
+mod report;
+mod writer;
 
 const KEY: &[u8] = b"a-key-of-more-than-16-bytes";
 const FP: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -399,6 +404,8 @@ fn each_forged_mcp_member_is_refused_on_its_own() {
             Some(json!("42-18F3A")),
             "session id",
         ),
+        // Nanoseconds 0 are written `0`, never with a leading zero.
+        ("intent", &i, "session", Some(json!("42-00")), "session id"),
         ("intent", &i, "session", Some(json!(12)), "not a string"),
         // Members of another kind are unknown here.
         ("outcome", &o, "tool", Some(json!("x")), "unknown member"),
@@ -601,6 +608,13 @@ fn each_forged_member_of_the_common_and_wrap_kinds_is_refused_on_its_own() {
             "method name",
         ),
         (
+            "wrap_timeout",
+            &timeout,
+            "method",
+            Some(json!("m".repeat(4097))),
+            "cut marker",
+        ),
+        (
             "wrap_upstream_exited",
             &exited,
             "unanswered",
@@ -623,6 +637,8 @@ fn an_unknown_or_missing_kind_is_named_and_no_member_name_is_echoed() {
     );
     r.remove("kind");
     assert_eq!(shape_problems(&r), ["missing field \"kind\""]);
+    r.insert("kind".into(), 7.into());
+    assert_eq!(shape_problems(&r), ["field \"kind\" is not a string"]);
     let mut r = record("outcome", outcome(0));
     r.insert("\u{1b}[31mred".into(), 1.into());
     assert_eq!(shape_problems(&r), ["unknown member (name withheld)"]);
@@ -1213,6 +1229,22 @@ fn times_never_go_back_within_a_session() {
         f.end(T2),
     ];
     one_problem(&join(&lines), None, 3, "time is earlier than on line 2");
+    // Nor before the session's start, with the start's mac, in a keyed
+    // journal.
+    let before = "2026-11-30T01:25:59.999Z";
+    assert!(before < T0);
+    let mut f = Forge::new(SESSION, Some(KEY));
+    let lines = [
+        f.start("mcp"),
+        f.line("rejection", before, rejection()),
+        f.end(T1),
+    ];
+    one_problem(
+        &join(&lines),
+        Some(KEY),
+        2,
+        "time is earlier than on line 1",
+    );
     // Across sessions, times may go any way.
     let a = mcp_session("11-a1", None);
     let mut g = Forge::new("12-b2", None);
@@ -1364,6 +1396,25 @@ fn under_a_key_every_mac_is_checked_and_every_session_keyed() {
     let mut edited = keyed.clone();
     edited[4] = edited[4].replace(T2, "2026-11-30T01:26:02.501Z");
     one_problem(&join(&edited), Some(KEY), 5, "mac does not match");
+    // A mac that is not the line's last member (of the last record, which
+    // no later hash covers): not what was signed.
+    let mut moved = keyed.clone();
+    let record: Value = serde_json::from_str(&moved[4]).expect("JSON");
+    let mac = record["mac"].as_str().expect("a mac");
+    moved[4] = moved[4]
+        .replacen(&format!(",\"mac\":\"{mac}\""), "", 1)
+        .replacen(",\"prev\"", &format!(",\"mac\":\"{mac}\",\"prev\""), 1);
+    let found = problems(&join(&moved), Some(KEY));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].0, 5, "{found:#?}");
+    assert!(found[0].1.contains("mac does not match"), "{found:#?}");
+    // The key is never shown.
+    let shown = format!("{:?}", super::verify::Verifier::new(Some(KEY.to_vec())));
+    assert!(shown.contains("Key(..)"), "{shown}");
+    assert!(
+        !shown.contains("a-key-of") && !shown.contains("97, 45"),
+        "{shown}"
+    );
     // A record of an unknown session, without a mac.
     let mut f = Forge::new("9-99", None);
     f.seq = 1;

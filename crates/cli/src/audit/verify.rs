@@ -17,6 +17,8 @@ pub(super) use self::chain::{Interrupted, Problem, Session, Verifier};
 #[cfg(test)]
 pub(super) use self::lines::MAX_LINE_BYTES;
 pub(super) use self::lines::{Line, Lines};
+#[cfg(test)]
+pub(super) use self::report::text as report_text;
 
 /// Bytes a key must have at least.
 pub(super) const MIN_KEY_BYTES: usize = 16;
@@ -64,8 +66,17 @@ impl Verdict {
     }
 }
 
-pub(super) fn verify(path: &Path, options: &Options, out: impl Write) -> anyhow::Result<ExitCode> {
-    let key = options.key_env.as_deref().map(key_from_env).transpose()?;
+pub(super) fn verify(
+    path: &Path,
+    options: &Options,
+    out: impl Write,
+    err: impl Write,
+) -> anyhow::Result<ExitCode> {
+    let key = options
+        .key_env
+        .as_deref()
+        .map(|name| key_from_variable(name, std::env::var_os(name)))
+        .transpose()?;
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let verdict = verify_stream(file, key, options.allow_cut_short)
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -74,7 +85,7 @@ pub(super) fn verify(path: &Path, options: &Options, out: impl Write) -> anyhow:
     } else {
         report::text(out, path, &verdict)?;
     }
-    report::stderr(path, &verdict)?;
+    report::stderr(err, path, &verdict)?;
     Ok(if verdict.ok() {
         ExitCode::SUCCESS
     } else {
@@ -105,10 +116,14 @@ pub(super) fn verify_stream(
     Ok(Verdict { verifier, problems })
 }
 
-/// The key in the environment variable `name`: set, and at least
-/// [`MIN_KEY_BYTES`] long. The error names the variable, never its value.
-fn key_from_env(name: &str) -> anyhow::Result<Vec<u8>> {
-    let Some(value) = std::env::var_os(name) else {
+/// The key `value` of the environment variable `name` (`None`: not set):
+/// set, and at least [`MIN_KEY_BYTES`] long. The error names the variable,
+/// never its value.
+pub(super) fn key_from_variable(
+    name: &str,
+    value: Option<std::ffi::OsString>,
+) -> anyhow::Result<Vec<u8>> {
+    let Some(value) = value else {
         bail!("the key variable {name} is not set");
     };
     let key = std::os::unix::ffi::OsStringExt::into_vec(value);

@@ -418,13 +418,11 @@ fn mac_of(
 /// `mac` member (the line's suffix `,"mac":"…"}` read as `}`).
 fn mac_matches(key: &[u8], line: &str, mac: &str) -> bool {
     let suffix = format!(",\"mac\":\"{mac}\"}}");
-    let Some(signed) = line.strip_suffix(&suffix) else {
-        return false;
-    };
-    let Some(expected) = hash_of(mac) else {
-        return false;
-    };
-    let Ok(mut hmac) = Hmac::<Sha256>::new_from_slice(key) else {
+    let (Some(signed), Some(expected), Ok(mut hmac)) = (
+        line.strip_suffix(&suffix),
+        hash_of(mac),
+        Hmac::<Sha256>::new_from_slice(key),
+    ) else {
         return false;
     };
     hmac.update(signed.as_bytes());

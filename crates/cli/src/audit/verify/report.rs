@@ -146,8 +146,11 @@ pub(in crate::audit) fn json(out: impl Write, path: &Path, verdict: &Verdict) ->
 
 /// The verdict for whoever reads only stderr (a script checking the exit
 /// status): each problem by line number, the first [`SHOWN_PROBLEMS`].
-pub(in crate::audit) fn stderr(path: &Path, verdict: &Verdict) -> io::Result<()> {
-    let mut err = io::stderr().lock();
+pub(in crate::audit) fn stderr(
+    mut err: impl Write,
+    path: &Path,
+    verdict: &Verdict,
+) -> io::Result<()> {
     let problems = &verdict.problems;
     for p in problems.kept.iter().take(SHOWN_PROBLEMS) {
         writeln!(
