@@ -140,6 +140,64 @@ mod tests {
         assert!(got.bytes.capacity() <= 200_001, "{}", got.bytes.capacity());
     }
 
+    /// Hands out `data` in reads of the given sizes in turn, each read
+    /// preceded by an interruption.
+    struct Pieces<'a> {
+        data: &'a [u8],
+        sizes: &'a [usize],
+        reads: usize,
+        interrupted: bool,
+    }
+
+    impl Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupted = !self.interrupted;
+            if self.interrupted {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let size = self.sizes[self.reads % self.sizes.len()];
+            self.reads += 1;
+            let n = size.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// What is kept is the stream's first `cap` bytes however the reads
+    /// split it (a credential across two reads is one text to scrub).
+    #[test]
+    fn what_is_kept_does_not_depend_on_how_the_stream_arrives() {
+        let data: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+        let splits: [&[usize]; 5] = [&[1], &[2, 3], &[7, 1, CHUNK], &[CHUNK - 1, 2], &[40_000]];
+        for cap in [
+            0,
+            1,
+            100,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            39_999,
+            40_000,
+            40_001,
+        ] {
+            for overflow in [Overflow::Stop, Overflow::Drain] {
+                let whole = read_capped(&data[..], cap, overflow).unwrap();
+                assert_eq!(whole.bytes, data[..cap.min(data.len())]);
+                for sizes in splits {
+                    let pieces = Pieces {
+                        data: &data,
+                        sizes,
+                        reads: 0,
+                        interrupted: false,
+                    };
+                    let got = read_capped(pieces, cap, overflow).unwrap();
+                    assert_eq!(got, whole, "cap {cap}, {overflow:?}, reads of {sizes:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn text_policy() {
         assert_eq!(text_of("héllo".as_bytes(), false), "héllo");

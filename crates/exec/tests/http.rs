@@ -5,6 +5,8 @@ mod common;
 use std::net::{Ipv4Addr, TcpListener};
 use std::time::{Duration, Instant};
 
+use common::spelling::{Rng, random_spelling};
+use portcullis_exec::scrub::MIN_CUT_PREFIX;
 use portcullis_exec::{HttpExecutor, RealExecutor};
 use portcullis_gateway::{AuthorizedAction, Executor, Outcome, Secret, SecretStore};
 use portcullis_testkit::fakes::{ReflectingUpstream, Reply, ScriptedHttp, response};
@@ -450,5 +452,47 @@ fn a_body_cut_inside_the_reflected_token_keeps_no_prefix_of_it() {
             format!("{prefix}[redacted]\n[response body truncated at {cap} bytes]"),
             "cut after {keep} characters of the token"
         );
+    }
+}
+
+/// The byte lengths at which to cut `units` (one spelled character each):
+/// after the first `MIN_CUT_PREFIX` of them, after all but one, and inside
+/// the unit that follows each of those when it is an escape.
+fn cuts_inside(units: &[String]) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    for whole in [MIN_CUT_PREFIX, units.len() / 2, units.len() - 1] {
+        let at = units[..whole].concat().len();
+        cuts.push(at);
+        if units[whole].len() > 1 {
+            cuts.push(at + units[whole].len() - 1);
+        }
+    }
+    cuts
+}
+
+/// The spelling oracle writes the token; the body is cut at the cap
+/// inside it: no prefix of it comes back, in whatever spelling.
+#[test]
+fn a_body_cut_inside_a_spelled_token_keeps_no_prefix_of_it() {
+    let prefix = "echo: ";
+    for seed in 0..6 {
+        let mut rng = Rng::new(seed);
+        let units: Vec<String> = REFLECTED
+            .chars()
+            .map(|c| random_spelling(c, &mut rng))
+            .collect();
+        let template = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {{{{CONTENT_LENGTH}}}}\r\nConnection: close\r\n\r\n{prefix}{} and more\n",
+            units.concat()
+        );
+        for at in cuts_inside(&units) {
+            let cap = prefix.len() + at;
+            assert_eq!(
+                reflected(&template, cap).text,
+                format!("{prefix}[redacted]\n[response body truncated at {cap} bytes]"),
+                "seed {seed}: {:?} cut after {at} bytes",
+                units.concat()
+            );
+        }
     }
 }

@@ -7,8 +7,10 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::spelling::{Rng, random_spelling};
 use common::ssh::{action, action_with_timeout, fake_ssh};
 use portcullis_exec::SshExecutor;
+use portcullis_exec::scrub::MIN_CUT_PREFIX;
 use portcullis_gateway::Executor;
 
 #[test]
@@ -350,4 +352,51 @@ fn output_cut_inside_the_credential_loses_the_prefix() {
         "{}",
         outcome.text
     );
+}
+
+/// Either stream cut at its cap inside the credential, written by the
+/// spelling oracle literally or in mixed spellings, keeps no prefix of it:
+/// stderr is cut as stdout is.
+#[test]
+fn either_stream_cut_inside_a_spelled_credential_loses_the_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    for seed in 0..3 {
+        let mut rng = Rng::new(seed);
+        let units: Vec<String> = common::ssh::KEY_CANARY
+            .chars()
+            .map(|c| {
+                if seed == 0 {
+                    c.to_string()
+                } else {
+                    random_spelling(c, &mut rng)
+                }
+            })
+            .collect();
+        let file = dir.path().join(format!("output-{seed}"));
+        std::fs::write(&file, format!("ok {}", units.concat())).unwrap();
+        for (stream, to, label) in [("stdout", "", ""), ("stderr", " >&2", "[stderr]\n")] {
+            let fake = fake_ssh(&format!(
+                "cat '{}'{to}; head -c 5000 /dev/zero{to}",
+                file.display()
+            ));
+            for whole in [MIN_CUT_PREFIX, units.len() - 1] {
+                let at = units[..whole].concat().len();
+                for cap in [3 + at, 3 + at + units[whole].len() - 1] {
+                    let outcome = SshExecutor::with_program(&fake.path).execute(&action(
+                        &["true", "{text}"],
+                        "x",
+                        cap,
+                        5000,
+                    ));
+                    assert!(
+                        outcome
+                            .text
+                            .starts_with(&format!("{label}ok [redacted]\n[{stream} truncated at ")),
+                        "seed {seed}, {stream} cut at {cap}: {}",
+                        outcome.text
+                    );
+                }
+            }
+        }
+    }
 }

@@ -215,6 +215,30 @@ mod tests {
         assert!(early.cancelled.is_empty());
     }
 
+    /// The reference reads a line as the boundary promises: one CR before
+    /// the newline is not part of it; any other byte is, and a byte that is
+    /// not JSON whitespace after the value makes the line no call at all.
+    #[test]
+    fn only_one_cr_before_the_newline_is_left_out_of_a_line() {
+        let init = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n";
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}"#;
+        for (ending, executable) in [
+            ("\n", true),
+            ("\r\n", true),
+            ("\r\r\n", true),
+            (" \t\r\n", true),
+            ("\x0c\n", false),
+            ("\x0c\r\n", false),
+            ("\x0b\n", false),
+            ("\u{a0}\n", false),
+            ("\0\n", false),
+        ] {
+            let input = format!("{init}{call}{ending}");
+            let lines = executable_lines(input.as_bytes(), &["t"], 100);
+            assert_eq!(lines[1].is_some(), executable, "{ending:?}");
+        }
+    }
+
     #[test]
     fn written_frames_keep_their_id_and_whether_they_are_errors() {
         let stdout = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\

@@ -50,6 +50,52 @@ fn frames_split_on_newline_whatever_the_chunking() {
     );
 }
 
+/// The frame of one line and whether the inbound stages accept it.
+fn read_line(line: &[u8]) -> (Vec<u8>, bool) {
+    let events = split(line, 1024, line.len());
+    let [Ev::Frame(1, frame)] = events.as_slice() else {
+        panic!("{line:?} is not one frame: {events:?}")
+    };
+    let accepted = utf8::decode(frame)
+        .and_then(|text| parse_message(text, &Limits::default()))
+        .is_ok();
+    (frame.clone(), accepted)
+}
+
+/// Framing strips the newline and one CR before it, nothing else: every
+/// other byte at the end of a line is part of the value, where strict JSON
+/// allows only its own whitespace (space, tab, CR) after a value. A form
+/// feed, a vertical tab, NUL or a non-ASCII space after the request is
+/// refused, however the line ends.
+#[test]
+fn only_one_final_cr_is_stripped_and_every_other_byte_is_judged_as_json() {
+    let request = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mut trailers: Vec<Vec<u8>> = (0..=u8::MAX)
+        .filter(|&b| b != b'\n')
+        .map(|b| vec![b])
+        .collect();
+    for extra in [
+        "\r\r", " \r", "\x0c\r", "\r\x0c", "\u{a0}", "\u{85}", "\u{2028}", "\u{3000}", "\u{feff}",
+    ] {
+        trailers.push(extra.as_bytes().to_vec());
+    }
+    for trailer in trailers {
+        for ending in [&b"\n"[..], b"\r\n"] {
+            let line = [&request[..], &trailer, ending].concat();
+            let mut value = [&request[..], &trailer, &ending[..ending.len() - 1]].concat();
+            if value.ends_with(b"\r") {
+                value.pop();
+            }
+            let (frame, accepted) = read_line(&line);
+            assert_eq!(frame, value, "{line:?}");
+            let json_whitespace = value[request.len()..]
+                .iter()
+                .all(|b| matches!(b, b' ' | b'\t' | b'\r'));
+            assert_eq!(accepted, json_whitespace, "{line:?}");
+        }
+    }
+}
+
 #[test]
 fn bytes_after_the_last_newline_are_a_truncated_frame() {
     let events = split(

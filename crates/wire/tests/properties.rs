@@ -231,6 +231,59 @@ proptest! {
     }
 }
 
+/// What may stand between a value and its newline: JSON whitespace, the
+/// other ASCII blanks and controls, characters that look blank, any byte.
+fn trailer_piece() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        3 => Just(b"\r".to_vec()),
+        2 => Just(b" ".to_vec()),
+        2 => Just(b"\t".to_vec()),
+        2 => Just(b"\x0c".to_vec()),
+        1 => Just(b"\x0b".to_vec()),
+        1 => Just(b"\x00".to_vec()),
+        1 => Just("\u{a0}".as_bytes().to_vec()),
+        1 => Just("\u{2028}".as_bytes().to_vec()),
+        1 => Just("\u{feff}".as_bytes().to_vec()),
+        2 => any::<u8>()
+            .prop_filter("not a newline", |b| *b != b'\n')
+            .prop_map(|b| vec![b]),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config())]
+    /// Framing takes off the newline and one CR before it, nothing more:
+    /// every other byte after a request, however the line is read, reaches
+    /// strict JSON, which accepts the line only when those bytes are its
+    /// whitespace (space, tab, CR).
+    #[test]
+    fn every_byte_before_the_newline_but_one_cr_is_part_of_the_value(
+        frame in request_frame(),
+        trailer in prop::collection::vec(trailer_piece(), 0..4),
+        crlf in any::<bool>(),
+        sizes in prop::collection::vec(1usize..40, 1..6),
+    ) {
+        let trailer = trailer.concat();
+        let mut line = [frame.as_bytes(), &trailer].concat();
+        let mut value = line.clone();
+        if crlf {
+            line.push(b'\r');
+        } else if value.ends_with(b"\r") {
+            value.pop();
+        }
+        line.push(b'\n');
+        let events = read_in_chunks(&line, 1 << 20, &sizes);
+        prop_assert_eq!(&events, &vec![Seen::Frame(1, value.clone())]);
+        let accepted = utf8::decode(&value)
+            .and_then(|text| parse_message(text, &Limits::default()))
+            .is_ok();
+        let blank = value[frame.len()..]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\t' | b'\r'));
+        prop_assert_eq!(accepted, blank, "{:?}", line);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // (c) injected garbage around or inside a valid request is refused
 // ---------------------------------------------------------------------------

@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
 
-use super::spellings::spellings;
+use super::spellings::{LONGEST_SPELLING, spellings};
 use super::{Alphabet, MIN_CUT_PREFIX, Pattern};
 
 /// The base64 characters that encode bits of `secret` only, when it starts
@@ -75,30 +75,61 @@ pub(super) fn match_at(
         .map_or(Found::Nothing, |&end| Found::Whole(end))
 }
 
-/// `[start, end)` widened by the base64 characters at either side that
-/// also carry bits of the credential.
+/// `[start, end)` widened by the base64 character at either side that
+/// also carries bits of the credential, in whichever spelling it has there
+/// (`%2B`, `\u0041`, `&#47;` hide bits as well as a literal does).
 pub(super) fn widen(pattern: &Pattern, t: &[u8], start: usize, end: usize) -> (usize, usize) {
-    let start = match pattern.edge_before {
-        Some(a) if start > 0 && a.contains(t[start - 1]) => start - 1,
-        _ => start,
-    };
-    let end = match pattern.edge_after {
-        Some(a) if end < t.len() && a.contains(t[end]) => end + 1,
-        _ => end,
-    };
+    let start = pattern
+        .edge_before
+        .and_then(|a| character_before(a, t, start))
+        .unwrap_or(start);
+    let end = pattern
+        .edge_after
+        .and_then(|a| character_after(a, t, end))
+        .unwrap_or(end);
     (start, end)
 }
 
+/// The characters of `alphabet`.
+fn characters(alphabet: Alphabet) -> impl Iterator<Item = char> {
+    (0..=0x7F_u8)
+        .filter(move |&b| alphabet.contains(b))
+        .map(char::from)
+}
+
+/// The end of the longest spelling of one `alphabet` character that
+/// starts at `at`.
+fn character_after(alphabet: Alphabet, t: &[u8], at: usize) -> Option<usize> {
+    let mut ends = Vec::new();
+    for c in characters(alphabet) {
+        spellings(c, t, at, &mut ends);
+    }
+    ends.into_iter().max()
+}
+
+/// The start of the longest spelling of one `alphabet` character that
+/// ends at `at`.
+fn character_before(alphabet: Alphabet, t: &[u8], at: usize) -> Option<usize> {
+    let mut ends = Vec::new();
+    (at.saturating_sub(LONGEST_SPELLING)..at).find(|&from| {
+        characters(alphabet).any(|c| {
+            ends.clear();
+            spellings(c, t, from, &mut ends);
+            ends.contains(&at)
+        })
+    })
+}
+
 /// The text ends here, or with the beginning of an escape that the cut
-/// left incomplete (`%4`, `\u00`, `&#x2`).
+/// left incomplete (`%4`, `%C3%A`, `\u00`, `\ud83d\ude`, `&#x2`).
 fn at_cut(rest: &[u8]) -> bool {
     match rest.first() {
         None => true,
         Some(b'%' | b'\\' | b'&') => {
-            rest.len() < 12
+            rest.len() < LONGEST_SPELLING
                 && rest[1..]
                     .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'#' | b'\\'))
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'#' | b'\\' | b'%'))
         }
         Some(_) => false,
     }

@@ -21,7 +21,8 @@
 //!   encode bits of `s` only. Padding never matters (it lies outside that
 //!   run). Where the alignment leaves a character at either end that mixes
 //!   bits of `s` with bits of its neighbour, that one adjacent base64
-//!   character is redacted too, so no bit of the secret is left;
+//!   character is redacted too, in whichever spelling below it has, so no
+//!   bit of the secret is left;
 //! - `s` as lowercase and as uppercase hex of its UTF-8 bytes.
 //!
 //! Each pattern is matched *character by character*, where each character
@@ -35,7 +36,8 @@
 //!   with either hex case (a surrogate pair for characters outside the
 //!   BMP);
 //! - HTML-escaped: `&amp;` `&lt;` `&gt;` `&quot;` `&apos;`, `&#N;` and
-//!   `&#xH;`.
+//!   `&#xH;` (`x` or `X`, either hex case; at most 9 digits, leading zeros
+//!   included).
 //!
 //! So a JSON echo of headers that writes `/` as `\/`, a percent-encoded
 //! token in a `Location`, `base64(user:token)` in a reflected `Basic`
@@ -47,9 +49,11 @@
 //! the middle of the credential. [`Scrubber::scrub_cut`] treats the end of
 //! its text as such a cut: a pattern prefix of at least [`MIN_CUT_PREFIX`]
 //! characters that runs into the end (possibly ending in an incomplete
-//! escape such as `%4`) is redacted as well. A shorter prefix at the cut
-//! (1 to 3 characters of the credential) is left as it is: too short to
-//! tell apart from ordinary text.
+//! escape such as `%4`, `%C3%A` or `\ud83d\ude`) is redacted as well,
+//! with the base64 character before it that mixes in bits of the
+//! credential. A shorter prefix at the cut (1 to 3 characters of the
+//! credential) is left as it is: too short to tell apart from ordinary
+//! text.
 //!
 //! # Short credentials
 //!
@@ -175,9 +179,8 @@ impl Scrubber {
             for b in [b'%', b'\\', b'&'] {
                 starts[usize::from(b)] = true;
             }
-            if p.chars[0] == ' ' {
-                starts[usize::from(b'+')] = true;
-            }
+            // No pattern starts with a space (the credential is trimmed;
+            // hex and base64 hold none), so no match starts at a `+`.
         }
         Self {
             patterns: unique,
@@ -227,7 +230,7 @@ impl Scrubber {
                 match match_at(pattern, t, i, cut, &mut frontier, &mut next) {
                     Found::Nothing => {}
                     Found::Whole(end) => ranges.push(widen(pattern, t, i, end)),
-                    Found::CutPrefix => ranges.push((i, t.len())),
+                    Found::CutPrefix => ranges.push(widen(pattern, t, i, t.len())),
                 }
             }
         }

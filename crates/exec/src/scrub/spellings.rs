@@ -2,6 +2,15 @@
 //! reflects a credential: literal, percent-encoded, a JSON escape or an
 //! HTML character reference.
 
+/// The most digits of a numeric character reference that are read,
+/// leading zeros included (no character needs more than 7).
+pub(super) const REFERENCE_DIGITS: usize = 9;
+
+/// The longest spelling of one character, in bytes: `&#x`, the most
+/// digits and `;` (a percent-encoded four-byte character and a JSON
+/// surrogate pair take 12).
+pub(super) const LONGEST_SPELLING: usize = "&#x".len() + REFERENCE_DIGITS + 1;
+
 /// Push the end offset of every spelling of `c` found at `t[p..]`.
 pub(super) fn spellings(c: char, t: &[u8], p: usize, out: &mut Vec<usize>) {
     let rest = &t[p..];
@@ -66,11 +75,14 @@ fn json_escaped(rest: &[u8], c: char) -> Option<usize> {
         hex_value(rest.get(at + 2..at + 6)?)
     };
     let mut units = [0u16; 2];
-    match c.encode_utf16(&mut units) {
-        [single] => (unit(0)? == u32::from(*single)).then_some(6),
-        [high, low] => (unit(0)? == u32::from(*high) && unit(6)? == u32::from(*low)).then_some(12),
-        _ => None,
+    let mut end = 0;
+    for &u in c.encode_utf16(&mut units).iter() {
+        if unit(end)? != u32::from(u) {
+            return None;
+        }
+        end += 6;
     }
+    Some(end)
 }
 
 /// An HTML character reference for `c` at the start of `rest` (which
@@ -96,7 +108,7 @@ fn html_escaped(rest: &[u8], c: char) -> Option<usize> {
     };
     let digits = rest[digits_at..]
         .iter()
-        .take(9)
+        .take(REFERENCE_DIGITS)
         .take_while(|b| char::from(**b).is_digit(radix))
         .count();
     if digits == 0 || rest.get(digits_at + digits) != Some(&b';') {

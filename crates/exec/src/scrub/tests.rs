@@ -173,3 +173,69 @@ fn overlapping_matches_are_one_redaction_and_text_stays_utf8() {
     let s = Scrubber::new(Some("é-secret"));
     assert_eq!(s.scrub("ééé-secretéé"), "éé[redacted]éé");
 }
+
+#[test]
+fn a_cut_inside_a_percent_encoded_multibyte_character_redacts_the_prefix() {
+    let s = Scrubber::new(Some("pw12é-secret"));
+    for shown in ["t=pw12%C3", "t=pw12%C3%", "t=pw12%C3%A", "t=pw12%c3%a"] {
+        assert_eq!(s.scrub_cut(shown), "t=[redacted]", "{shown}");
+    }
+    let s = Scrubber::new(Some("keys😀-secret"));
+    assert_eq!(s.scrub_cut("t=keys%F0%9F%98%8"), "t=[redacted]");
+    assert_eq!(s.scrub_cut("t=keys\\ud83d\\ude0"), "t=[redacted]");
+}
+
+#[test]
+fn a_cut_inside_the_longest_character_reference_redacts_the_prefix() {
+    let s = Scrubber::new(Some(TOKEN));
+    // `/` as a hex reference of 9 digits, cut before its `;`.
+    let rest = &TOKEN[5..];
+    assert_eq!(s.scrub(&format!("s3cr&#X00000002f;{rest}")), REDACTED);
+    assert_eq!(s.scrub_cut("t=s3cr&#X00000002f"), "t=[redacted]");
+    // Ten digits are more than a reference is read with.
+    let ten = format!("s3cr&#x000000002f;{rest}");
+    assert_eq!(s.scrub(&ten), ten);
+}
+
+/// `base64(prefix + TOKEN)` for a one-byte prefix, and the index of its
+/// character that mixes a bit of the prefix with bits of the token.
+fn base64_with_a_leading_edge() -> (String, usize) {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("u{TOKEN}"));
+    (encoded, 1)
+}
+
+#[test]
+fn base64_edge_characters_go_in_any_spelling() {
+    let (encoded, edge) = base64_with_a_leading_edge();
+    let c = encoded.as_bytes()[edge];
+    for spelled in [
+        format!("%{c:02X}"),
+        format!("\\u{c:04x}"),
+        format!("&#{c};"),
+        format!("&#x{c:x};"),
+    ] {
+        let text = format!("<{}{spelled}{}>", &encoded[..edge], &encoded[edge + 1..]);
+        assert_eq!(
+            scrub(&text),
+            format!("<{}{REDACTED}{}>", &encoded[..edge], tail_after(&encoded)),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_cut_base64_prefix_takes_its_leading_edge_character() {
+    let (encoded, edge) = base64_with_a_leading_edge();
+    let text = format!("<{}", &encoded[..edge + 10]);
+    assert_eq!(
+        Scrubber::new(Some(TOKEN)).scrub_cut(&text),
+        format!("<{}{REDACTED}", &encoded[..edge])
+    );
+}
+
+/// What follows the last base64 character holding a bit of the token in
+/// `base64("u" + TOKEN)`.
+fn tail_after(encoded: &str) -> &str {
+    let end_bit = 8 * (1 + TOKEN.len());
+    &encoded[end_bit.div_ceil(6)..]
+}

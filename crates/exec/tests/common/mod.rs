@@ -1,12 +1,14 @@
 //! Shared helpers: authorized actions from policy text, SSH tools and a
-//! fake `ssh` (`ssh`), and an independent oracle for a credential read back
-//! from a text. The fake services are `portcullis_testkit::fakes`.
+//! fake `ssh` (`ssh`), the scrubber's spelling oracle (`spelling`), and an
+//! independent oracle for a credential read back from a text. The fake
+//! services are `portcullis_testkit::fakes`.
 
 #![expect(
     dead_code,
     reason = "each test binary that includes this module uses only some of its helpers"
 )]
 
+pub mod spelling;
 pub mod ssh;
 
 use std::path::Path;
