@@ -24,11 +24,11 @@ fuzz TARGET SECS="60":
 nightly BUDGET="10m":
     cargo xtask nightly --budget {{BUDGET}}
 
-# Mutation-test crates/wire and crates/gateway (extra flags: --shard K/N, --jobs N, --file GLOB); writes target/nightly/mutants.{md,json}.
+# Mutation-test wire, gateway, wrap, exec and the CLI's audit code (extra flags: --shard K/N, --jobs N, --file GLOB); writes target/nightly/mutants.{md,json}.
 mutants *FLAGS:
     cargo xtask mutants "$@"
 
-# Mutation-test only the wire/gateway code changed since BASE (what CI runs); fails on survivors.
+# Mutation-test only the code in scope changed since BASE (what CI runs); fails on survivors.
 mutants-diff BASE="main" *FLAGS:
     cargo xtask mutants --diff "$@"
 
@@ -51,7 +51,7 @@ tmin ARTIFACT TARGET="":
     # `--runs N -- <libFuzzer limits>`, the nightly's minimization settings.
     cargo +nightly fuzz tmin "$target" "$artifact" $(cargo xtask fuzz-flags tmin)
 
-# Plant each bug of bugbench/ in a scratch worktree: does `cargo test` catch it, and how fast does each fuzz target? (nightly job, not .ci/run)
+# Plant each bug of bugbench/ in a scratch worktree: does `cargo test` catch it, and how fast does each fuzz target? (--bug NAME repeats; nightly job, not .ci/run)
 bugbench *FLAGS:
     cargo xtask bugbench "$@"
 
@@ -84,7 +84,7 @@ coverage TARGET:
         -format=html -output-dir="target/coverage/{{TARGET}}"
     echo "HTML report: target/coverage/{{TARGET}}/index.html"
 
-# Line and region coverage of wire/gateway/exec by `cargo test` and by each target's corpus (target/nightly/coverage.md).
+# Line and region coverage of every crate (scrubber, audit code, wrap driver apart) by `cargo test` and by each target's corpus (target/nightly/coverage.md).
 coverage-all *FLAGS:
     cargo xtask coverage "$@"
 

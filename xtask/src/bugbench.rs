@@ -2,11 +2,11 @@
 //!
 //! Each planted bug in `bugbench/` ([`patch`]) is applied in a scratch git
 //! worktree made from HEAD (`target/bugbench/worktree`, removed at the
-//! end). With the bug in, `cargo test` runs over the fast packages, then the
-//! fuzz targets that reach the patched code are built and run from the
-//! checked-in corpus, each until it first fails or the cap passes. The
-//! table ([`table`]) goes to `target/nightly/bugbench.{md,json}`, which the
-//! nightly report includes.
+//! end). With the bug in, `cargo test` runs the tests of its stage
+//! ([`test_runs`]), then the fuzz targets that reach the patched code (if
+//! any) are built and run from the checked-in corpus, each until it first
+//! fails or the cap passes. The table ([`table`]) goes to
+//! `target/nightly/bugbench.{md,json}`, which the nightly report includes.
 //!
 //! Speed: one worktree serves every bug (the patch is reverted between
 //! bugs), so file times and paths stay put and cargo rebuilds only the
@@ -35,15 +35,66 @@ use crate::sidecar;
 pub use table::BenchReport;
 use table::{BugResult, FuzzResult, TestResult};
 
-/// The packages `cargo test` runs by default: the boundary's sans-IO core
-/// and its properties, fuzz harnesses and regression replay. The executors
-/// (`portcullis-exec`) and the binary's process tests (`portcullis-cli`) are
-/// left out: no planted bug lives there, and they take minutes more.
-pub const TEST_PACKAGES: [&str; 3] = [
-    "portcullis-wire",
-    "portcullis-gateway",
-    "portcullis-testkit",
-];
+/// One `cargo test` invocation: `-p` each package, then a target selection
+/// (none: every target of those packages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestRun {
+    pub packages: &'static [&'static str],
+    pub targets: &'static [&'static str],
+}
+
+impl TestRun {
+    /// The arguments after `cargo test --no-fail-fast`.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for p in self.packages {
+            args.extend(["-p".to_owned(), (*p).to_owned()]);
+        }
+        args.extend(self.targets.iter().map(|t| (*t).to_owned()));
+        args
+    }
+}
+
+/// The boundary's sans-IO core and its properties, fuzz harnesses and
+/// regression replay: what judges the boundary's stages.
+const BOUNDARY_TESTS: TestRun = TestRun {
+    packages: &[
+        "portcullis-wire",
+        "portcullis-gateway",
+        "portcullis-testkit",
+    ],
+    targets: &[],
+};
+/// The wrap core's own tests and testkit's `wrap_session` harness, model
+/// oracle and regression replay.
+const WRAP_TESTS: TestRun = TestRun {
+    packages: &["portcullis-wrap", "portcullis-testkit"],
+    targets: &[],
+};
+/// The executors' unit and integration tests (their tests against a real
+/// sshd skip when `/usr/sbin/sshd` is missing).
+const EXEC_TESTS: TestRun = TestRun {
+    packages: &["portcullis-exec"],
+    targets: &[],
+};
+/// The binary's unit tests, which hold the audit journal's and `audit
+/// verify`'s: not the process tests, which take minutes more.
+const CLI_UNIT_TESTS: TestRun = TestRun {
+    packages: &["portcullis-cli"],
+    targets: &["--bin", "portcullis"],
+};
+
+/// The `cargo test` runs that judge a bug of `stage`, cheapest that can
+/// catch it: the process tests (`portcullis-cli --tests`) are never run.
+/// An audit bug may sit in the CLI's journal or in the wrap core's records.
+pub fn test_runs(stage: &str) -> &'static [TestRun] {
+    match stage {
+        "wrap" => &[WRAP_TESTS],
+        "scrubber" => &[EXEC_TESTS],
+        "audit" => &[CLI_UNIT_TESTS, WRAP_TESTS],
+        _ => &[BOUNDARY_TESTS],
+    }
+}
 
 /// Apply every planted bug in a scratch worktree; report whether `cargo test`
 /// catches it and how fast each fuzz target does.
@@ -53,14 +104,21 @@ pub struct Options {
     /// not found by that target.
     #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     pub cap: u64,
-    /// Comma-separated bug names (file stems in bugbench/; default: all).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these bugs: file stems in bugbench/, comma-separated or the
+    /// flag repeated (`--bug a --bug b`); default: all.
+    #[arg(
+        long,
+        visible_alias = "bug",
+        value_name = "NAME",
+        value_delimiter = ','
+    )]
     pub bugs: Vec<String>,
     /// Comma-separated fuzz targets to run for every bug (default: each
     /// bug's own `Targets:`, the targets that reach its code).
     #[arg(long, value_delimiter = ',')]
     pub targets: Vec<String>,
-    /// Packages for `cargo test -p` (repeatable; default: wire, gateway, testkit).
+    /// Packages for one `cargo test -p` run for every bug (repeatable;
+    /// default: the runs of each bug's stage, see `test_runs`).
     #[arg(long = "package")]
     pub packages: Vec<String>,
     /// Only `cargo test`, no fuzzing (no nightly toolchain needed).
@@ -236,21 +294,21 @@ fn failed_target_binary(spec: &str) -> String {
     }
 }
 
+/// Runs `cargo test --no-fail-fast ARGS` in the worktree, its output to `log`.
 fn run_cargo_test(
     worktree: &Path,
     target_dir: &Path,
-    packages: &[String],
+    args: &[String],
     log: &Path,
 ) -> Result<TestResult> {
     let mut cmd = cargo(None);
     cmd.current_dir(worktree)
         .env("CARGO_TARGET_DIR", target_dir)
         .arg("test")
-        .arg("--no-fail-fast");
-    for p in packages {
-        cmd.args(["-p", p]);
-    }
-    println!("    $ {}", describe(&cmd));
+        .arg("--no-fail-fast")
+        .args(args);
+    let command = describe(&cmd);
+    println!("    $ {command}");
     let text = RefCell::new(String::new());
     let started = Instant::now();
     let streamed = run_streaming(
@@ -280,7 +338,29 @@ fn run_cargo_test(
         failed_tests: parsed.failed,
         secs,
         log: String::new(),
+        commands: vec![command.trim_start_matches("cargo ").to_owned()],
     })
+}
+
+/// The runs together: caught when any run failed, `failed` when a test
+/// failed in any, `build-failed` when one did not build and none failed.
+pub fn combine(runs: Vec<TestResult>) -> TestResult {
+    let caught = runs.iter().any(|r| r.caught);
+    let status = if runs.iter().any(|r| r.status == "failed") {
+        "failed"
+    } else if runs.iter().any(|r| r.status == "build-failed") {
+        "build-failed"
+    } else {
+        "passed"
+    };
+    TestResult {
+        caught,
+        status: status.to_owned(),
+        failed_tests: runs.iter().flat_map(|r| r.failed_tests.clone()).collect(),
+        secs: runs.iter().map(|r| r.secs).sum(),
+        log: String::new(),
+        commands: runs.into_iter().flat_map(|r| r.commands).collect(),
+    }
 }
 
 pub fn run(project: &Project, opts: &Options) -> Result<()> {
@@ -299,11 +379,38 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     if bugs.is_empty() {
         bail!("no planted bugs in bugbench/");
     }
-    let packages: Vec<String> = if opts.packages.is_empty() {
-        TEST_PACKAGES.map(String::from).to_vec()
-    } else {
-        opts.packages.clone()
+    // `--package`: one run of those packages for every bug, instead of the
+    // runs of its stage.
+    let forced_packages: Option<Vec<String>> = (!opts.packages.is_empty()).then(|| {
+        opts.packages
+            .iter()
+            .flat_map(|p| ["-p".to_owned(), p.clone()])
+            .collect()
+    });
+    let plan_of = |stage: &str| -> Vec<Vec<String>> {
+        match &forced_packages {
+            Some(args) => vec![args.clone()],
+            None => test_runs(stage).iter().map(TestRun::args).collect(),
+        }
     };
+    let mut packages: Vec<String> = Vec::new();
+    let mut test_plan = std::collections::BTreeMap::new();
+    for bug in &bugs {
+        let runs = plan_of(&bug.stage);
+        for run in &runs {
+            for pair in run.windows(2).filter(|w| w[0] == "-p") {
+                if !packages.contains(&pair[1]) {
+                    packages.push(pair[1].clone());
+                }
+            }
+        }
+        test_plan.insert(
+            bug.stage.clone(),
+            runs.iter()
+                .map(|r| format!("test --no-fail-fast {}", r.join(" ")))
+                .collect(),
+        );
+    }
 
     let mut fuzz_opts = nightly::default_options();
     fuzz_opts.toolchain = opts.toolchain.clone();
@@ -349,9 +456,9 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     let logs = scratch_root.join("logs");
 
     println!(
-        "==> bugbench: {} planted bug(s) at {commit}; cargo test -p {}; fuzz cap {}s per target",
+        "==> bugbench: {} planted bug(s) at {commit}; cargo test of each bug's stage ({}); fuzz cap {}s per target",
         bugs.len(),
-        packages.join(" -p "),
+        packages.join(", "),
         opts.cap
     );
     let mut results = Vec::new();
@@ -370,9 +477,22 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         let _ = fs::remove_dir_all(&bug_logs);
         fs::create_dir_all(&bug_logs)?;
 
-        let test_log = bug_logs.join("cargo-test.log");
-        let mut cargo_test = run_cargo_test(&scratch.path, &test_target_dir, &packages, &test_log)?;
-        cargo_test.log = project.display(&test_log);
+        let runs = plan_of(&bug.stage);
+        let mut done = Vec::new();
+        for (n, args) in runs.iter().enumerate() {
+            let name = if n == 0 {
+                "cargo-test.log".to_owned()
+            } else {
+                format!("cargo-test-{}.log", n + 1)
+            };
+            let test_log = bug_logs.join(name);
+            let mut run = run_cargo_test(&scratch.path, &test_target_dir, args, &test_log)?;
+            run.log = project.display(&test_log);
+            done.push(run);
+        }
+        let first_log = done.first().map(|r| r.log.clone()).unwrap_or_default();
+        let mut cargo_test = combine(done);
+        cargo_test.log = first_log;
         println!(
             "    cargo test: {} in {:.0}s{}",
             cargo_test.status,
@@ -389,12 +509,16 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
             stage: bug.stage.clone(),
             class: bug.class.clone(),
             summary: bug.summary.clone(),
+            crates: bug.crates.clone(),
+            targets: bug.targets.clone(),
             cargo_test,
             fuzz_build_secs: 0.0,
             fuzz: Vec::new(),
             error: None,
         };
-        if !opts.no_fuzz {
+        if bug.targets.is_empty() {
+            println!("    no fuzz target reaches this code: judged by cargo test alone");
+        } else if !opts.no_fuzz {
             let targets = match &forced_targets {
                 Some(t) => t.clone(),
                 None => select_targets(&all_targets, &bug.targets)?,
@@ -428,6 +552,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
             fuzz_opts.plan().describe()
         },
         test_packages: packages,
+        test_plan,
         targets: all_targets,
         ok: results.iter().all(|b| !b.escaped()),
         bugs: results,
@@ -593,6 +718,85 @@ error: 3 targets failed:
     }
 
     #[test]
+    fn each_stage_runs_the_tests_that_can_catch_its_bugs_and_never_the_process_tests() {
+        let args = |stage: &str| -> Vec<Vec<String>> {
+            test_runs(stage).iter().map(TestRun::args).collect()
+        };
+        assert_eq!(
+            args("framing"),
+            [[
+                "-p",
+                "portcullis-wire",
+                "-p",
+                "portcullis-gateway",
+                "-p",
+                "portcullis-testkit"
+            ]]
+        );
+        assert_eq!(
+            args("wrap"),
+            [["-p", "portcullis-wrap", "-p", "portcullis-testkit"]]
+        );
+        assert_eq!(args("scrubber"), [["-p", "portcullis-exec"]]);
+        let audit = args("audit");
+        assert_eq!(audit[0], ["-p", "portcullis-cli", "--bin", "portcullis"]);
+        assert_eq!(
+            audit[1],
+            ["-p", "portcullis-wrap", "-p", "portcullis-testkit"]
+        );
+        for stage in patch::STAGES {
+            for run in test_runs(stage) {
+                // Whole-package runs of the CLI would start every process test.
+                if run.packages.contains(&"portcullis-cli") {
+                    assert_eq!(run.packages, ["portcullis-cli"], "{stage}");
+                    assert_eq!(run.targets, ["--bin", "portcullis"], "{stage}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn runs_combine_into_one_verdict() {
+        let run = |status: &str, failed: &[&str]| TestResult {
+            caught: status != "passed",
+            status: status.to_owned(),
+            failed_tests: failed.iter().map(|f| (*f).to_owned()).collect(),
+            secs: 2.0,
+            log: String::new(),
+            commands: vec![format!("test {status}")],
+        };
+        let both = combine(vec![run("passed", &[]), run("failed", &["a::b"])]);
+        assert!(both.caught);
+        assert_eq!(both.status, "failed");
+        assert_eq!(both.failed_tests, ["a::b"]);
+        assert_eq!(both.secs, 4.0);
+        assert_eq!(both.commands, ["test passed", "test failed"]);
+        let built = combine(vec![run("build-failed", &[]), run("passed", &[])]);
+        assert_eq!(
+            (built.caught, built.status.as_str()),
+            (true, "build-failed")
+        );
+        let mixed = combine(vec![run("build-failed", &[]), run("failed", &["x"])]);
+        assert_eq!(mixed.status, "failed");
+        let quiet = combine(vec![run("passed", &[]), run("passed", &[])]);
+        assert_eq!((quiet.caught, quiet.status.as_str()), (false, "passed"));
+    }
+
+    #[test]
+    fn bugs_are_picked_by_a_repeated_flag_or_a_list() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            opts: Options,
+        }
+        let repeated = Cli::try_parse_from(["bugbench", "--bug", "a", "--bug", "b"]).unwrap();
+        assert_eq!(repeated.opts.bugs, ["a", "b"]);
+        let listed = Cli::try_parse_from(["bugbench", "--bugs", "a,b", "--bug", "c"]).unwrap();
+        assert_eq!(listed.opts.bugs, ["a", "b", "c"]);
+    }
+
+    #[test]
     fn the_bench_plants_at_least_twelve_bugs_across_every_stage() {
         let project = Project::locate();
         let targets = project.fuzz_targets().unwrap();
@@ -616,6 +820,7 @@ error: 3 targets failed:
             cap_secs: 120,
             sanitizer: "address".to_owned(),
             test_packages: vec!["portcullis-wire".to_owned()],
+            test_plan: std::collections::BTreeMap::new(),
             targets: vec!["chunking".to_owned()],
             bugs: Vec::new(),
             total_secs: 1.0,

@@ -1,6 +1,13 @@
-//! `cargo xtask coverage`: line and region coverage of `crates/wire`,
-//! `crates/gateway` and `crates/exec`, by `cargo test` and by replaying each
-//! fuzz target's checked-in seeds, with the uncovered lines listed.
+//! `cargo xtask coverage`: line and region coverage of every product crate
+//! (`crates/wire`, `gateway`, `exec`, `wrap` and the `cli` binary, with the
+//! scrubber, the audit code and the wrap driver on rows of their own), by
+//! `cargo test` and by replaying each fuzz target's checked-in seeds, with
+//! the uncovered lines listed.
+//!
+//! The binary's own lines count when the process tests run it: they launch
+//! the instrumented `portcullis` that cargo built for them, and pass on the
+//! profile variables cargo-llvm-cov sets (`LLVM_PROFILE_FILE`), so each
+//! launch writes its profile beside the test binaries'.
 //!
 //! Everything runs under cargo-llvm-cov on the stable toolchain, in its own
 //! instrumented target directory (`target/llvm-cov-target`). The corpus is
@@ -253,8 +260,13 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         total_secs: started.elapsed().as_secs_f64().round(),
         llvm_cov: format!("{} ({})", runner.tools.cov.display(), runner.tools.source),
         scope: format!(
-            "crates/{{{}}}/src without unit-test modules",
-            scope::CRATES.join(",")
+            "crates/{{{}}}/src without unit-test modules; parts: {}",
+            scope::CRATES.join(","),
+            scope::PARTS
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.paths.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
         ),
         goals: report::goals(&reports),
         measurements: reports,

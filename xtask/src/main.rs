@@ -8,12 +8,16 @@
 //!   plus `<name>.toml` (`summary`, `found`, `source`), replayed by `cargo test`.
 //! - `clusterfuzzlite-check` runs `.clusterfuzzlite/build.sh` locally and
 //!   checks that every target lands in `$OUT`.
-//! - `coverage` measures line and region coverage of wire, gateway and exec
-//!   by `cargo test` and by replaying each fuzz target's corpus, and writes
-//!   `target/nightly/coverage.{md,json}` with the uncovered lines.
-//! - `mutants` runs cargo-mutants over `crates/wire` and `crates/gateway`
-//!   (whole, one shard, or only a pull request's diff) and writes
-//!   `target/nightly/mutants.{md,json}`; it exits nonzero on any survivor.
+//! - `coverage` measures line and region coverage of every product crate
+//!   (wire, gateway, exec, wrap, the cli binary; the scrubber, the audit code
+//!   and the wrap driver apart) by `cargo test` and by replaying each fuzz
+//!   target's corpus, and writes `target/nightly/coverage.{md,json}` with
+//!   the uncovered lines.
+//! - `mutants` runs cargo-mutants over wire, gateway, wrap, exec and the
+//!   CLI's audit code, each against the tests that judge it (whole, one
+//!   shard, or only a pull request's diff), and writes
+//!   `target/nightly/mutants.{md,json}` with figures per crate; it exits
+//!   nonzero on any survivor.
 //! - `bugbench` applies each planted bug of `bugbench/` in a scratch
 //!   worktree and measures whether `cargo test` and how fast each fuzz
 //!   target catches it (`target/nightly/bugbench.{md,json}`).
@@ -86,12 +90,14 @@ enum Cmd {
         #[arg(long, default_value = "nightly")]
         toolchain: String,
     },
-    /// Line and region coverage of crates/{wire,gateway,exec} by `cargo test`
-    /// and by replaying each fuzz target's corpus (cargo-llvm-cov), with the
-    /// uncovered lines: target/nightly/coverage.{md,json}.
+    /// Line and region coverage of crates/{wire,gateway,exec,wrap,cli} by
+    /// `cargo test` and by replaying each fuzz target's corpus
+    /// (cargo-llvm-cov), with the uncovered lines:
+    /// target/nightly/coverage.{md,json}.
     Coverage(coverage::Options),
-    /// Mutation-test crates/wire and crates/gateway with cargo-mutants (installed
-    /// if missing); write target/nightly/mutants.{md,json}; fail on survivors.
+    /// Mutation-test wire, gateway, wrap, exec and the CLI's audit code with
+    /// cargo-mutants (installed if missing); write
+    /// target/nightly/mutants.{md,json}; fail on survivors.
     Mutants(mutants::Options),
     /// Benchmark the inbound boundary against serde_json (three mixes),
     /// its latency and the release binary's startup; the last line is

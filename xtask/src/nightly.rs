@@ -10,6 +10,7 @@
 //! throughput from the [`history`].
 
 mod build;
+mod floors;
 mod fuzz;
 mod history;
 mod plan;
@@ -29,6 +30,7 @@ use crate::report::TargetReport;
 use crate::report::{self, Report};
 use crate::sidecar;
 
+pub use floors::{FloorCheck, MIN_JUDGED_SECS};
 pub use plan::SanitizerPlan;
 pub use triage::{relative_paths, reproduce};
 // `cargo xtask bugbench` builds and fuzzes exactly as the nightly does.
@@ -172,11 +174,27 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
                 println!("  {position} {target}: error: {e:#}");
                 fuzz::error_report(project, opts, target, *share, &e)
             });
+        let floor = floors::check(
+            target,
+            floors::RunShape {
+                plan: opts.plan(),
+                jobs: opts.jobs,
+                share_secs: report.budget_secs,
+                completed: report.status == "ok",
+                execs_per_cpu_sec: report.execs_per_cpu_sec,
+            },
+        );
         reports.push(TargetReport {
             previous: history.previous(target),
+            floor,
             ..report
         });
     }
+    let under_floor: Vec<String> = reports
+        .iter()
+        .filter(|r| r.floor.as_ref().is_some_and(|f| f.under))
+        .map(|r| r.target.clone())
+        .collect();
 
     let crashes: usize = reports.iter().map(|r| r.crashes).sum();
     let errors = reports.iter().filter(|r| r.error.is_some()).count();
@@ -191,6 +209,7 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
         total_secs: started.elapsed().as_secs_f64(),
         targets: reports,
         crashes,
+        under_floor,
         ok: crashes == 0 && errors == 0,
     };
     let json_path = opts.out.join("report.json");
@@ -221,6 +240,12 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
             t.corpus_size_after,
             t.crashes,
         );
+        if let Some(f) = t.floor.as_ref().filter(|f| f.under) {
+            println!(
+                "        under its floor of {} exec per CPU-second",
+                f.exec_per_cpu_sec
+            );
+        }
         for c in &t.candidates {
             println!("        {} {}: {}", c.kind, c.path, c.summary);
         }
@@ -231,6 +256,15 @@ pub fn run(project: &Project, opts: &Options) -> Result<()> {
     if crashes > 0 {
         bail!(
             "{crashes} crash(es) found; minimized regression candidates are listed in {}",
+            project.display(&md_path)
+        );
+    }
+    if !report.under_floor.is_empty() {
+        // Flagged, not failed: a slow machine or a busy one lowers every
+        // figure, and the crash verdict must not hang on it.
+        println!(
+            "==> under the throughput floor: {} (see {})",
+            report.under_floor.join(", "),
             project.display(&md_path)
         );
     }

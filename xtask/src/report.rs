@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::budget::format_secs;
+use crate::nightly::FloorCheck;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -24,6 +25,9 @@ pub struct Report {
     pub total_secs: f64,
     pub targets: Vec<TargetReport>,
     pub crashes: usize,
+    /// Targets whose judged throughput is under their floor (flagged, not
+    /// failed: see `nightly::floors`).
+    pub under_floor: Vec<String>,
     /// No crashes and no errors.
     pub ok: bool,
 }
@@ -48,6 +52,9 @@ pub struct TargetReport {
     pub execs_per_cpu_sec: Option<u64>,
     /// This target's figure in the previous nightly that fuzzed it.
     pub previous: Option<PreviousFigure>,
+    /// Its throughput floor and whether this run fell under it; `None`
+    /// for a target without a floor.
+    pub floor: Option<FloorCheck>,
     /// One libFuzzer run per sanitizer, in the order they ran.
     pub runs: Vec<RunReport>,
     /// Last `cov:` figure (coverage counters).
@@ -112,6 +119,16 @@ pub struct Candidate {
     pub minimized: bool,
 }
 
+/// `5000`, `5000 ⚠️ under` or `5000 (not judged)` for the report's table.
+fn floor_cell(floor: Option<&FloorCheck>) -> String {
+    match floor {
+        None => "–".to_owned(),
+        Some(f) if f.under => format!("{} ⚠️ under", f.exec_per_cpu_sec),
+        Some(f) if f.judged => f.exec_per_cpu_sec.to_string(),
+        Some(f) => format!("{} (not judged)", f.exec_per_cpu_sec),
+    }
+}
+
 fn opt(value: Option<u64>) -> String {
     value.map_or_else(|| "–".to_owned(), |v| v.to_string())
 }
@@ -135,13 +152,32 @@ fn previous(figure: Option<&PreviousFigure>) -> String {
 /// Renders the Markdown report.
 pub fn render_markdown(report: &Report) -> String {
     let mut md = String::new();
-    let verdict = if report.ok {
+    let mut verdict = if report.ok {
         "✅ no crashes".to_owned()
     } else if report.crashes > 0 {
         format!("❌ {} crash(es)", report.crashes)
     } else {
         "⚠️ errors (see below)".to_owned()
     };
+    if !report.under_floor.is_empty() {
+        let under: Vec<String> = report
+            .targets
+            .iter()
+            .filter(|t| report.under_floor.contains(&t.target))
+            .map(|t| {
+                format!(
+                    "`{}` ({} < {})",
+                    t.target,
+                    opt(t.execs_per_cpu_sec),
+                    t.floor.as_ref().map_or(0, |f| f.exec_per_cpu_sec)
+                )
+            })
+            .collect();
+        verdict.push_str(&format!(
+            "; ⚠️ under the throughput floor (exec per CPU-second): {}",
+            under.join(", ")
+        ));
+    }
     md.push_str("# Nightly fuzzing report\n\n");
     md.push_str(&format!(
         "- **Result:** {verdict}\n- **Started:** {}\n- **Budget:** {} over {} target(s), {} job(s) each, sanitizer {}\n- **Build:** {:.0}s; **total wall time:** {:.0}s\n- **Toolchain:** {}; {}\n\n",
@@ -155,11 +191,11 @@ pub fn render_markdown(report: &Report) -> String {
         report.toolchain,
         report.cargo_fuzz,
     ));
-    md.push_str("| target | status | time | execs | exec/s | exec/CPU-s | previous exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
-    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("| target | status | time | execs | exec/s | exec/CPU-s | floor | previous exec/s | cov | ft | corpus (before → after) | crashes | peak RSS |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for t in &report.targets {
         md.push_str(&format!(
-            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
+            "| `{}` | {} | {:.0}s / {} | {} | {} | {} | {} | {} | {} | {} | {} → {} | {} | {} |\n",
             t.target,
             t.status,
             t.duration_secs,
@@ -167,6 +203,7 @@ pub fn render_markdown(report: &Report) -> String {
             t.execs,
             t.execs_per_sec,
             opt(t.execs_per_cpu_sec),
+            floor_cell(t.floor.as_ref()),
             previous(t.previous.as_ref()),
             opt(t.coverage),
             opt(t.features),
@@ -177,6 +214,11 @@ pub fn render_markdown(report: &Report) -> String {
                 .map_or_else(|| "–".to_owned(), |mb| format!("{mb} MB")),
         ));
     }
+
+    md.push_str(&format!(
+        "\nFloor: the executions per CPU-second a target must reach (`xtask/src/nightly/floors.rs`), judged on shares of at least {} s fuzzed whole in the default configuration; a target under it is flagged, and the run still passes.\n",
+        crate::nightly::MIN_JUDGED_SECS
+    ));
 
     if report.targets.iter().any(|t| t.runs.len() > 1) {
         md.push_str("\n## Throughput by sanitizer\n\n");
@@ -275,6 +317,7 @@ mod tests {
             execs_per_sec: 16,
             execs_per_cpu_sec: None,
             previous: None,
+            floor: None,
             runs: vec![RunReport {
                 sanitizer: "address".to_owned(),
                 budget_secs: 60,
@@ -323,13 +366,14 @@ mod tests {
             total_secs: 230.0,
             targets: vec![target("strict_json"), crashed],
             crashes: 1,
+            under_floor: Vec::new(),
             ok: false,
         };
         let md = render_markdown(&report);
         assert!(md.contains("❌ 1 crash(es)"), "{md}");
         assert!(
             md.contains(
-                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | – | – | 71 | 272 | 3 → 9 | 0 | 28 MB |"
+                "| `strict_json` | ok | 60s / 1m | 1000 | 16 | – | – | – | 71 | 272 | 3 → 9 | 0 | 28 MB |"
             ),
             "{md}"
         );
@@ -392,13 +436,14 @@ mod tests {
             total_secs: 62.0,
             targets: vec![t],
             crashes: 0,
+            under_floor: Vec::new(),
             ok: true,
         };
         let md = render_markdown(&report);
         assert!(md.contains("sanitizer none 80% + address 20%"), "{md}");
         assert!(
             md.contains(
-                "| `stdin_bytes` | ok | 60s / 1m | 492000 | 8200 | 9840 | 1203 (address, 1m) |"
+                "| `stdin_bytes` | ok | 60s / 1m | 492000 | 8200 | 9840 | – | 1203 (address, 1m) |"
             ),
             "{md}"
         );
@@ -427,5 +472,64 @@ mod tests {
         assert_eq!(t["runs"][1]["execs_per_sec"], 1000);
         assert_eq!(t["execs_per_cpu_sec"], 9840);
         assert_eq!(t["runs"][0]["cpu_secs"], 40.0);
+    }
+
+    #[test]
+    fn a_target_under_its_floor_is_flagged_in_the_result_its_row_and_the_json() {
+        let mut slow = target("wrap_session");
+        slow.execs_per_cpu_sec = Some(1_802);
+        slow.floor = Some(FloorCheck {
+            exec_per_cpu_sec: 5_000,
+            judged: true,
+            under: true,
+            not_judged: String::new(),
+        });
+        let mut fast = target("stdin_bytes");
+        fast.execs_per_cpu_sec = Some(9_000);
+        fast.floor = Some(FloorCheck {
+            exec_per_cpu_sec: 7_500,
+            judged: true,
+            under: false,
+            not_judged: String::new(),
+        });
+        let mut smoke = target("chunking");
+        smoke.floor = Some(FloorCheck {
+            exec_per_cpu_sec: 9_000,
+            judged: false,
+            under: false,
+            not_judged: "10 s of fuzzing".to_owned(),
+        });
+        let report = Report {
+            started: "2026-12-01T00:00:00Z".to_owned(),
+            budget_secs: 180,
+            jobs: 1,
+            sanitizer: "none 80% + address 20%".to_owned(),
+            toolchain: "rustc 1.97.0-nightly".to_owned(),
+            cargo_fuzz: "cargo-fuzz 0.13.2".to_owned(),
+            build_secs: 1.0,
+            total_secs: 200.0,
+            targets: vec![slow, fast, smoke],
+            crashes: 0,
+            under_floor: vec!["wrap_session".to_owned()],
+            ok: true,
+        };
+        let md = render_markdown(&report);
+        assert!(
+            md.contains(
+                "✅ no crashes; ⚠️ under the throughput floor (exec per CPU-second): `wrap_session` (1802 < 5000)"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("| 1802 | 5000 ⚠️ under |"), "{md}");
+        assert!(md.contains("| 9000 | 7500 |"), "{md}");
+        assert!(md.contains("| 9000 (not judged) |"), "{md}");
+        assert!(md.contains("judged on shares of at least 60 s"), "{md}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["under_floor"][0], "wrap_session");
+        assert_eq!(json["targets"][0]["floor"]["exec_per_cpu_sec"], 5000);
+        assert_eq!(json["targets"][0]["floor"]["under"], true);
+        assert!(json["targets"][0]["floor"].get("not_judged").is_none());
+        assert_eq!(json["targets"][2]["floor"]["judged"], false);
+        assert_eq!(json["targets"][2]["floor"]["not_judged"], "10 s of fuzzing");
     }
 }

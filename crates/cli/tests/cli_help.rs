@@ -161,6 +161,7 @@ fn run_line(dir: &Path, line: &str) -> Run {
         .arg("-c")
         .arg(line)
         .env_clear()
+        .envs(common::profile_env())
         .env("PATH", path)
         .env("HOME", dir)
         .env("TMPDIR", dir)

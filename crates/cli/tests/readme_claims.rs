@@ -161,6 +161,7 @@ fn run_block(block: &Block) -> (Option<i32>, String, String) {
         .arg(&script)
         .current_dir(scratch.path())
         .env_clear()
+        .envs(common::profile_env())
         .env("PATH", path)
         .env("HOME", scratch.path())
         .stdin(Stdio::null())

@@ -71,6 +71,7 @@ impl Session {
                 "PATH",
                 std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
             )
+            .envs(common::profile_env())
             .envs(env.iter().copied())
             .current_dir(dir)
             .stdin(Stdio::piped())

@@ -13,15 +13,21 @@
 //!
 //! `git apply` skips the header the way it skips a mail's prose. The name is
 //! the file stem; `Targets` are the fuzz targets that reach the patched code
-//! (what `cargo xtask bugbench` fuzzes unless `--targets` says otherwise).
+//! (what `cargo xtask bugbench` fuzzes unless `--targets` says otherwise),
+//! or `none` when no fuzz target does (the CLI's audit journal, the
+//! executors' scrubber): such a bug is judged by `cargo test` alone. The
+//! stage picks the tests that run (see `bugbench::test_runs`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-/// The stages of the boundary a planted bug may sit in.
-pub const STAGES: [&str; 8] = [
+/// The stages a planted bug may sit in: the boundary's, then the wrap core
+/// (`crates/wrap`), the credential scrubber (`crates/exec/src/scrub`) and
+/// the audit code (the CLI's journal and `audit verify`, the core's audit
+/// records).
+pub const STAGES: [&str; 11] = [
     "framing",
     "strict-json",
     "json-rpc",
@@ -30,7 +36,13 @@ pub const STAGES: [&str; 8] = [
     "authorization",
     "encoder",
     "driver",
+    "wrap",
+    "scrubber",
+    "audit",
 ];
+
+/// The `Targets:` value of a bug no fuzz target reaches.
+pub const NO_TARGET: &str = "none";
 
 /// One planted bug.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,10 +53,12 @@ pub struct Bug {
     pub stage: String,
     /// The real-world defect class it models.
     pub class: String,
-    /// Fuzz targets that exercise the patched code.
+    /// Fuzz targets that exercise the patched code (none: `Targets: none`).
     pub targets: Vec<String>,
     /// One line: what goes wrong.
     pub summary: String,
+    /// The crates the patch changes (`wire` for `crates/wire/...`), sorted.
+    pub crates: Vec<String>,
     pub path: PathBuf,
 }
 
@@ -87,28 +101,53 @@ pub fn parse(name: &str, text: &str, path: &Path) -> Result<Bug> {
     if !has_diff {
         bail!("no `diff --git` section: a planted bug is a patch");
     }
+    let crates = crates_patched(text);
     let missing = |what: &str| anyhow::anyhow!("the header lacks `{what}:`");
     let stage = stage.ok_or_else(|| missing("Stage"))?;
     if !STAGES.contains(&stage.as_str()) {
         bail!("Stage {stage:?} is not one of {}", STAGES.join(", "));
     }
-    let targets: Vec<String> = targets
-        .ok_or_else(|| missing("Targets"))?
-        .split(',')
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty())
-        .collect();
-    if targets.is_empty() {
-        bail!("Targets names no fuzz target");
-    }
+    let targets = targets.ok_or_else(|| missing("Targets"))?;
+    let targets: Vec<String> = if targets == NO_TARGET {
+        Vec::new()
+    } else {
+        let named: Vec<String> = targets
+            .split(',')
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if named.is_empty() {
+            bail!(
+                "Targets names no fuzz target (`Targets: {NO_TARGET}` when none reaches the code)"
+            );
+        }
+        if named.iter().any(|t| t == NO_TARGET) {
+            bail!("Targets is `{NO_TARGET}` alone or a list of fuzz targets");
+        }
+        named
+    };
     Ok(Bug {
         name: name.to_owned(),
         stage,
         class: class.ok_or_else(|| missing("Class"))?,
         targets,
         summary: summary.ok_or_else(|| missing("Summary"))?,
+        crates,
         path: path.to_owned(),
     })
+}
+
+/// The crates whose files the patch's `diff --git a/crates/<name>/...`
+/// headers name, sorted and once each.
+fn crates_patched(text: &str) -> Vec<String> {
+    let mut crates: Vec<String> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("diff --git a/crates/"))
+        .filter_map(|rest| rest.split_once('/').map(|(name, _)| name.to_owned()))
+        .collect();
+    crates.sort();
+    crates.dedup();
+    crates
 }
 
 /// Every `*.patch` in `dir`, sorted by name, with fuzz targets checked
@@ -174,6 +213,45 @@ mod tests {
         assert_eq!(bug.class, "off-by-one (CWE-193)");
         assert_eq!(bug.targets, ["chunking", "stdin_bytes"]);
         assert_eq!(bug.summary, "one byte too many");
+        assert!(bug.crates.is_empty(), "the sample patches no crate");
+    }
+
+    #[test]
+    fn the_new_stages_are_accepted_and_a_bug_may_have_no_fuzz_target() {
+        for stage in ["wrap", "scrubber", "audit"] {
+            let text = PATCH.replace("Stage: framing", &format!("Stage: {stage}"));
+            assert_eq!(
+                parse("b", &text, Path::new("b.patch")).unwrap().stage,
+                stage
+            );
+        }
+        let text = PATCH
+            .replace("Stage: framing", "Stage: audit")
+            .replace("chunking, stdin_bytes", "none");
+        let bug = parse("b", &text, Path::new("b.patch")).unwrap();
+        assert!(bug.targets.is_empty());
+        let err = format!(
+            "{:#}",
+            parse(
+                "b",
+                &PATCH.replace("chunking, stdin_bytes", "chunking, none"),
+                Path::new("b.patch")
+            )
+            .unwrap_err()
+        );
+        assert!(err.contains("alone"), "{err}");
+    }
+
+    #[test]
+    fn the_crates_a_patch_changes_come_from_its_diff_headers() {
+        let text = "Stage: audit\nClass: c\nTargets: none\nSummary: s\n\n\
+            diff --git a/crates/cli/src/audit/journal.rs b/crates/cli/src/audit/journal.rs\n\
+            --- a/crates/cli/src/audit/journal.rs\n+++ b/crates/cli/src/audit/journal.rs\n\
+            diff --git a/crates/wrap/src/session.rs b/crates/wrap/src/session.rs\n\
+            diff --git a/crates/cli/src/audit/verify.rs b/crates/cli/src/audit/verify.rs\n\
+            diff --git a/fuzz/fuzz_targets/x.rs b/fuzz/fuzz_targets/x.rs\n";
+        let bug = parse("b", text, Path::new("b.patch")).unwrap();
+        assert_eq!(bug.crates, ["cli", "wrap"]);
     }
 
     #[test]
@@ -187,6 +265,7 @@ mod tests {
         assert!(err(&PATCH.replace("diff --git", "dif --git")).contains("expected `Key: value`"));
         assert!(err("Stage: framing\n").contains("no `diff --git`"));
         assert!(err(&PATCH.replace("chunking, stdin_bytes", ",")).contains("names no fuzz target"));
+        assert!(err(&PATCH.replace("Stage: framing", "Stage: cli")).contains("not one of"));
         assert!(err(&format!("Stage: driver\n{PATCH}")).contains("Stage given twice"));
     }
 

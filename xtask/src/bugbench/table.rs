@@ -1,6 +1,8 @@
 //! The bugbench report: `bugbench.json` for machines, `bugbench.md` (a
-//! table of bug × `cargo test` × seconds to the first failure per fuzz
-//! target) for people and for the nightly report.
+//! summary per stage, then a table of bug × `cargo test` × seconds to the
+//! first failure per fuzz target) for people and for the nightly report.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,8 +17,11 @@ pub struct BenchReport {
     /// Fuzzing cap per target and bug, in seconds.
     pub cap_secs: u64,
     pub sanitizer: String,
-    /// The packages `cargo test` ran (`-p ...`).
+    /// Every package some `cargo test` run tested (`-p ...`).
     pub test_packages: Vec<String>,
+    /// Per stage, the `cargo test` commands each of its bugs ran.
+    #[serde(default)]
+    pub test_plan: BTreeMap<String, Vec<String>>,
     /// Every fuzz target in the table's columns, in manifest order.
     pub targets: Vec<String>,
     pub bugs: Vec<BugResult>,
@@ -31,6 +36,13 @@ pub struct BugResult {
     pub stage: String,
     pub class: String,
     pub summary: String,
+    /// The crates the patch changes.
+    #[serde(default)]
+    pub crates: Vec<String>,
+    /// The fuzz targets that reach the patched code (none: judged by
+    /// `cargo test` alone).
+    #[serde(default)]
+    pub targets: Vec<String>,
     pub cargo_test: TestResult,
     /// Building the fuzz targets with the bug in, in seconds.
     pub fuzz_build_secs: f64,
@@ -45,9 +57,10 @@ impl BugResult {
         self.fuzz.iter().any(|f| f.caught)
     }
 
-    /// Escaped `cargo test` or every fuzz target it ran.
+    /// Escaped `cargo test`, or every fuzz target it ran (a bug no target
+    /// reaches, or a run without fuzzing, is judged by `cargo test` alone).
     pub fn escaped(&self) -> bool {
-        !self.cargo_test.caught || !self.caught_by_fuzzing()
+        !self.cargo_test.caught || (!self.fuzz.is_empty() && !self.caught_by_fuzzing())
     }
 }
 
@@ -62,6 +75,9 @@ pub struct TestResult {
     pub failed_tests: Vec<String>,
     pub secs: f64,
     pub log: String,
+    /// The `cargo test` commands run (`test --no-fail-fast -p ...`).
+    #[serde(default)]
+    pub commands: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,6 +94,44 @@ pub struct FuzzResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finding: Option<String>,
     pub log: String,
+}
+
+/// One stage's bugs: how many, which crates they patch, and what caught them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StageSummary {
+    pub bugs: usize,
+    pub crates: Vec<String>,
+    pub by_tests: usize,
+    /// Bugs some fuzz target reaches, and how many of them fuzzing caught.
+    pub fuzzed: usize,
+    pub by_fuzzing: usize,
+}
+
+/// Per stage, in the order stages first appear among the bugs.
+pub fn by_stage(bugs: &[BugResult]) -> Vec<(String, StageSummary)> {
+    let mut stages: Vec<(String, StageSummary)> = Vec::new();
+    for bug in bugs {
+        let at = match stages.iter().position(|(s, _)| *s == bug.stage) {
+            Some(at) => at,
+            None => {
+                stages.push((bug.stage.clone(), StageSummary::default()));
+                stages.len() - 1
+            }
+        };
+        let summary = &mut stages[at].1;
+        summary.bugs += 1;
+        for krate in &bug.crates {
+            if !summary.crates.contains(krate) {
+                summary.crates.push(krate.clone());
+            }
+        }
+        summary.by_tests += usize::from(bug.cargo_test.caught);
+        if !bug.fuzz.is_empty() {
+            summary.fuzzed += 1;
+            summary.by_fuzzing += usize::from(bug.caught_by_fuzzing());
+        }
+    }
+    stages
 }
 
 fn cell(result: Option<&FuzzResult>, cap: u64) -> String {
@@ -113,15 +167,51 @@ pub fn render_markdown(report: &BenchReport) -> String {
     };
     md.push_str("## Planted bugs (bugbench)\n\n");
     md.push_str(&format!(
-        "- **Result:** {verdict}\n- **Commit:** {}; started {}; total wall time {}\n- **cargo test:** `-p {}`; **fuzzing:** sanitizer {}, from `corpus/<target>` (and `regressions/<target>`), cap {} per target\n\n",
+        "- **Result:** {verdict}\n- **Commit:** {}; started {}; total wall time {}\n- **cargo test:** {}; **fuzzing:** sanitizer {}, from `corpus/<target>` (and `regressions/<target>`), cap {} per target\n\n",
         report.commit,
         report.started,
         format_secs(report.total_secs.round() as u64),
-        report.test_packages.join(" -p "),
+        if report.test_plan.is_empty() {
+            format!("`-p {}`", report.test_packages.join(" -p "))
+        } else {
+            "the runs of each bug's stage (below)".to_owned()
+        },
         report.sanitizer,
         format_secs(report.cap_secs),
     ));
-    md.push_str("Seconds until each fuzz target first fails (**bold**: caught; `·`: not run, the target does not reach the code).\n\n");
+    md.push_str("| stage | crates | bugs | caught by `cargo test` | caught by fuzzing | `cargo test` runs |\n|---|---|---:|---:|---:|---|\n");
+    for (stage, s) in by_stage(&report.bugs) {
+        let crates: Vec<String> = s.crates.iter().map(|c| format!("`{c}`")).collect();
+        let runs: Vec<String> = report
+            .test_plan
+            .get(&stage)
+            .into_iter()
+            .flatten()
+            .map(|c| format!("`cargo {c}`"))
+            .collect();
+        md.push_str(&format!(
+            "| {stage} | {} | {} | {} | {} | {} |\n",
+            if crates.is_empty() {
+                "–".to_owned()
+            } else {
+                crates.join(", ")
+            },
+            s.bugs,
+            s.by_tests,
+            if s.fuzzed == 0 {
+                "no target reaches it".to_owned()
+            } else {
+                format!("{} of {}", s.by_fuzzing, s.fuzzed)
+            },
+            if runs.is_empty() {
+                "–".to_owned()
+            } else {
+                runs.join(", ")
+            },
+        ));
+    }
+    md.push('\n');
+    md.push_str("Seconds until each fuzz target first fails (**bold**: caught; `·`: not run, the target does not reach the code; a bug no target reaches is judged by `cargo test` alone).\n\n");
     md.push_str("| bug | stage | cargo test |");
     for t in &report.targets {
         md.push_str(&format!(" `{t}` |"));
@@ -214,6 +304,8 @@ mod tests {
             stage: "strict-json".to_owned(),
             class: "parser differential".to_owned(),
             summary: "trailing | content accepted".to_owned(),
+            crates: vec!["wire".to_owned()],
+            targets: fuzzing.iter().map(|f| f.target.clone()).collect(),
             cargo_test: TestResult {
                 caught: test_caught,
                 status: if test_caught { "failed" } else { "passed" }.to_owned(),
@@ -227,6 +319,7 @@ mod tests {
                 },
                 secs: 41.2,
                 log: String::new(),
+                commands: vec!["test --no-fail-fast -p portcullis-wire".to_owned()],
             },
             fuzz_build_secs: 90.0,
             fuzz: fuzzing,
@@ -244,6 +337,10 @@ mod tests {
                 "portcullis-wire".to_owned(),
                 "portcullis-testkit".to_owned(),
             ],
+            test_plan: BTreeMap::from([(
+                "strict-json".to_owned(),
+                vec!["test --no-fail-fast -p portcullis-wire".to_owned()],
+            )]),
             targets: vec![
                 "stdin_bytes".to_owned(),
                 "strict_json".to_owned(),
@@ -309,5 +406,88 @@ mod tests {
         let back: BenchReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back.bugs[1].fuzz[0].secs, 120.0);
         assert!(back.bugs[2].error.is_none());
+    }
+
+    fn audit(name: &str, test_caught: bool) -> BugResult {
+        BugResult {
+            stage: "audit".to_owned(),
+            crates: vec!["cli".to_owned()],
+            targets: Vec::new(),
+            ..bug(name, test_caught, Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_bug_no_target_reaches_is_judged_by_cargo_test_alone() {
+        assert!(!audit("caught", true).escaped());
+        assert!(audit("quiet", false).escaped());
+        let r = report(vec![audit("caught", true)]);
+        assert!(r.ok);
+        let md = render_markdown(&r);
+        assert!(md.contains("✅ all 1 planted bugs caught"), "{md}");
+        assert!(
+            md.contains("| audit | `cli` | 1 | 1 | no target reaches it | – |"),
+            "{md}"
+        );
+        // A fuzzed bug that every target missed still escapes.
+        assert!(bug("slippery", true, vec![fuzz("strict_json", false, 120.0)]).escaped());
+    }
+
+    #[test]
+    fn each_stage_is_summed_up_with_its_crates_and_test_runs() {
+        let r = report(vec![
+            bug("a", true, vec![fuzz("strict_json", true, 1.0)]),
+            bug("b", true, vec![fuzz("strict_json", false, 120.0)]),
+            audit("c", true),
+            audit("d", false),
+        ]);
+        let stages = by_stage(&r.bugs);
+        assert_eq!(stages.len(), 2);
+        assert_eq!(stages[0].0, "strict-json");
+        assert_eq!(
+            stages[0].1,
+            StageSummary {
+                bugs: 2,
+                crates: vec!["wire".to_owned()],
+                by_tests: 2,
+                fuzzed: 2,
+                by_fuzzing: 1,
+            }
+        );
+        assert_eq!(
+            (stages[1].1.bugs, stages[1].1.by_tests, stages[1].1.fuzzed),
+            (2, 1, 0)
+        );
+        let md = render_markdown(&r);
+        assert!(
+            md.contains(
+                "| strict-json | `wire` | 2 | 2 | 1 of 2 | `cargo test --no-fail-fast -p portcullis-wire` |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("**cargo test:** the runs of each bug's stage"),
+            "{md}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["bugs"][2]["crates"][0], "cli");
+        assert_eq!(
+            json["test_plan"]["strict-json"][0],
+            "test --no-fail-fast -p portcullis-wire"
+        );
+    }
+
+    #[test]
+    fn a_report_written_before_stages_had_test_runs_still_reads() {
+        let old = r#"{"started":"s","commit":"c","cap_secs":120,"sanitizer":"none",
+            "test_packages":["portcullis-wire"],"targets":["chunking"],"total_secs":1.0,"ok":true,
+            "bugs":[{"name":"n","stage":"framing","class":"c","summary":"s",
+              "cargo_test":{"caught":true,"status":"failed","failed_tests":[],"secs":1.0,"log":""},
+              "fuzz_build_secs":1.0,"fuzz":[{"target":"chunking","caught":true,"secs":0.5,"status":"crashed","log":""}]}]}"#;
+        let report: BenchReport = serde_json::from_str(old).unwrap();
+        assert!(report.bugs[0].crates.is_empty() && report.test_plan.is_empty());
+        let md = render_markdown(&report);
+        assert!(md.contains("**cargo test:** `-p portcullis-wire`"), "{md}");
+        assert!(md.contains("| framing | – | 1 | 1 | 1 of 1 | – |"), "{md}");
     }
 }

@@ -1,7 +1,11 @@
-//! Which source counts: the library code of the measured crates, without
-//! their unit-test modules (a test module always runs under `cargo test` and
-//! never under corpus replay, so it would flatter one figure and drag down
-//! the other).
+//! Which source counts: the code of the measured crates, without their
+//! unit-test modules (a test module always runs under `cargo test` and never
+//! under corpus replay, so it would flatter one figure and drag down the
+//! other), and the named parts of them reported on their own rows.
+//!
+//! `crates/testkit` is not measured: it is the test machinery itself
+//! (oracles, harnesses, fakes), so its figure would say how much of the
+//! machinery ran, not how much of the product the tests prove.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -10,8 +14,55 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// The crates whose coverage is reported, as `crates/<name>/src/`.
-pub const CRATES: [&str; 3] = ["wire", "gateway", "exec"];
+/// The crates whose coverage is reported, as `crates/<name>/src/`: the
+/// libraries and the binary (`cli`, whose own lines count when the process
+/// tests run it).
+pub const CRATES: [&str; 5] = ["wire", "gateway", "exec", "wrap", "cli"];
+
+/// A named part of a crate, reported on its own row beside the crates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// The row's name, and its key in `coverage.json`'s `parts`.
+    pub name: &'static str,
+    /// What it is, for the report.
+    pub what: &'static str,
+    /// Repository-relative paths: a file, or a directory ending in `/`.
+    pub paths: &'static [&'static str],
+}
+
+/// The parts with their own rows: the credential scrubber, the CLI's audit
+/// code (the journal writer, `audit verify`, the wrap journal) and the CLI's
+/// wrap driver (the process around the `crates/wrap` core).
+pub const PARTS: [Part; 3] = [
+    Part {
+        name: "scrubber",
+        what: "the credential scrubber",
+        paths: &["crates/exec/src/scrub/"],
+    },
+    Part {
+        name: "audit",
+        what: "the CLI's audit journal, `audit verify` and the wrap journal",
+        paths: &["crates/cli/src/audit/", "crates/cli/src/wrap/journal.rs"],
+    },
+    Part {
+        name: "wrap-driver",
+        what: "the CLI's `portcullis wrap` driver",
+        paths: &["crates/cli/src/wrap.rs", "crates/cli/src/wrap/"],
+    },
+];
+
+impl Part {
+    /// Whether a repository-relative path belongs to this part.
+    pub fn contains(&self, relative: &str) -> bool {
+        self.paths.iter().any(|p| {
+            if p.ends_with('/') {
+                relative.starts_with(p)
+            } else {
+                relative == *p
+            }
+        })
+    }
+}
 
 /// The measured crate a repository-relative path belongs to.
 pub fn crate_of(relative: &str) -> Option<&'static str> {
@@ -128,14 +179,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_library_sources_of_the_three_crates_count() {
+    fn only_the_sources_of_the_measured_crates_count() {
         assert_eq!(crate_of("crates/wire/src/frame.rs"), Some("wire"));
         assert_eq!(crate_of("crates/gateway/src/authz/mod.rs"), Some("gateway"));
         assert_eq!(crate_of("crates/exec/src/ssh/argv.rs"), Some("exec"));
+        assert_eq!(crate_of("crates/wrap/src/session.rs"), Some("wrap"));
+        assert_eq!(crate_of("crates/cli/src/main.rs"), Some("cli"));
         assert_eq!(crate_of("crates/wire/tests/properties.rs"), None);
-        assert_eq!(crate_of("crates/cli/src/main.rs"), None);
+        assert_eq!(crate_of("crates/testkit/src/harness.rs"), None);
         assert_eq!(crate_of("crates/wirex/src/lib.rs"), None);
         assert_eq!(crate_of("/abs/crates/wire/src/lib.rs"), None);
+    }
+
+    #[test]
+    fn parts_hold_their_directories_and_files_only() {
+        let part = |name: &str| PARTS.iter().find(|p| p.name == name).unwrap();
+        assert!(part("scrubber").contains("crates/exec/src/scrub/mod.rs"));
+        assert!(!part("scrubber").contains("crates/exec/src/http.rs"));
+        assert!(!part("scrubber").contains("crates/exec/src/scrubber.rs"));
+        assert!(part("audit").contains("crates/cli/src/audit/verify/chain.rs"));
+        assert!(part("audit").contains("crates/cli/src/wrap/journal.rs"));
+        assert!(!part("audit").contains("crates/cli/src/wrap/driver.rs"));
+        assert!(!part("audit").contains("crates/cli/src/wrap/journal.rs.orig"));
+        assert!(part("wrap-driver").contains("crates/cli/src/wrap.rs"));
+        assert!(part("wrap-driver").contains("crates/cli/src/wrap/driver.rs"));
+        assert!(!part("wrap-driver").contains("crates/cli/src/wrapper.rs"));
+        assert!(!part("wrap-driver").contains("crates/wrap/src/session.rs"));
+        for p in PARTS {
+            for path in p.paths {
+                assert!(crate_of(path).is_some(), "{path} is in no measured crate");
+            }
+        }
     }
 
     #[test]
@@ -165,6 +239,9 @@ mod tests {
         assert!(files.contains_key("crates/wire/src/frame.rs"));
         assert!(files.contains_key("crates/exec/src/scrub/mod.rs"));
         assert!(!files.contains_key("crates/exec/src/scrub/tests.rs"));
+        assert!(files.contains_key("crates/wrap/src/session.rs"));
+        assert!(files.contains_key("crates/cli/src/audit/journal.rs"));
+        assert!(!files.contains_key("crates/cli/src/audit/tests.rs"));
         assert!(files.keys().all(|f| crate_of(f).is_some()), "{files:?}");
         assert!(
             !files["crates/exec/src/http.rs"].is_empty(),

@@ -90,6 +90,44 @@ fn copy(to: &mut Map<String, Value>, name: &str, from: &Value, key: &str) {
     }
 }
 
+/// `{covered, total, percent}` of one figure of `coverage.json`; `None`
+/// when the report has no such figure.
+fn coverage_figure(figure: &Value, what: &str) -> Result<Option<Map<String, Value>>> {
+    if figure.is_null() {
+        return Ok(None);
+    }
+    let percent = figure["percent"]
+        .as_f64()
+        .with_context(|| format!("{what} has no `percent`"))?;
+    let mut f = Map::new();
+    copy(&mut f, "covered", figure, "covered");
+    copy(&mut f, "total", figure, "total");
+    f.insert("percent".into(), json!(percent));
+    Ok(Some(f))
+}
+
+/// Each entry of a `crates` or `parts` map as `{name: {lines, regions}}`
+/// (empty when the report has no such map).
+fn coverage_map(map: &Value, id: &str) -> Result<Map<String, Value>> {
+    let mut out = Map::new();
+    for (name, figures) in map.as_object().into_iter().flatten() {
+        let mut both = Map::new();
+        for metric in ["lines", "regions"] {
+            let what = format!("measurement {id:?}: {name} {metric}");
+            if let Some(f) = coverage_figure(&figures[metric], &what)? {
+                both.insert(metric.into(), Value::Object(f));
+            }
+        }
+        out.insert(name.clone(), Value::Object(both));
+    }
+    Ok(out)
+}
+
+/// The crates every coverage report has measured, kept under their own
+/// keys; a report that measures more crates also keeps `crates` and
+/// `parts` whole.
+const FIRST_CRATES: [(&str, &str); 2] = [("wire+gateway", "wire_gateway"), ("exec", "exec")];
+
 fn coverage(report: &Value) -> Result<Map<String, Value>> {
     let mut measurements = Vec::new();
     for (i, m) in array(report, "measurements")?.iter().enumerate() {
@@ -98,21 +136,25 @@ fn coverage(report: &Value) -> Result<Map<String, Value>> {
         out.insert("id".into(), id.into());
         copy(&mut out, "name", m, "name");
         copy(&mut out, "ok", m, "ok");
-        for (krate, prefix) in [("wire+gateway", "wire_gateway"), ("exec", "exec")] {
+        for (krate, prefix) in FIRST_CRATES {
             for metric in ["lines", "regions"] {
-                let figure = &m["crates"][krate][metric];
-                if figure.is_null() {
-                    continue;
+                let what = format!("measurement {id:?}: {krate} {metric}");
+                if let Some(f) = coverage_figure(&m["crates"][krate][metric], &what)? {
+                    out.insert(format!("{prefix}_{metric}"), Value::Object(f));
                 }
-                let percent = figure["percent"].as_f64().with_context(|| {
-                    format!("measurement {id:?}: {krate} {metric} has no `percent`")
-                })?;
-                let mut f = Map::new();
-                copy(&mut f, "covered", figure, "covered");
-                copy(&mut f, "total", figure, "total");
-                f.insert("percent".into(), json!(percent));
-                out.insert(format!("{prefix}_{metric}"), Value::Object(f));
             }
+        }
+        // A report of the crates beyond the first ones: wrap, cli, and the
+        // parts (scrubber, audit, wrap driver).
+        if m["parts"].is_object() {
+            out.insert(
+                "crates".into(),
+                Value::Object(coverage_map(&m["crates"], id)?),
+            );
+            out.insert(
+                "parts".into(),
+                Value::Object(coverage_map(&m["parts"], id)?),
+            );
         }
         measurements.push(Value::Object(out));
     }
@@ -143,6 +185,18 @@ fn fuzz(report: &Value) -> Result<Map<String, Value>> {
             copy(&mut out, build, run, "execs_per_cpu_sec");
         }
         copy(&mut out, "crashes", t, "crashes");
+        let floor = &t["floor"];
+        if floor.is_object() {
+            copy(
+                &mut out,
+                "floor_exec_per_cpu_sec",
+                floor,
+                "exec_per_cpu_sec",
+            );
+            if floor["judged"] == true {
+                copy(&mut out, "under_floor", floor, "under");
+            }
+        }
         targets.push(Value::Object(out));
     }
     figures.insert("targets".into(), targets.into());
@@ -179,6 +233,30 @@ fn mutants(report: &Value) -> Result<Map<String, Value>> {
     // The run fails on any survivor: none has a killing test or an
     // exclusion yet.
     figures.insert("unexplained_survivors".into(), missed.into());
+    let crates: Vec<Value> = report["crates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let mut out = Map::new();
+            copy(&mut out, "package", c, "package");
+            copy(&mut out, "scope", c, "scope");
+            for (name, key) in [
+                ("tested", "tested"),
+                ("caught", "caught"),
+                ("missed", "missed"),
+                ("timeouts", "timeout"),
+                ("unviable", "unviable"),
+                ("excluded", "excluded"),
+            ] {
+                copy(&mut out, name, c, key);
+            }
+            Value::Object(out)
+        })
+        .collect();
+    if !crates.is_empty() {
+        figures.insert("crates".into(), crates.into());
+    }
     let survivors: Vec<Value> = report["survivors"]
         .as_array()
         .into_iter()
@@ -213,6 +291,13 @@ fn bugbench(report: &Value) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         out.insert("name".into(), name.into());
         copy(&mut out, "stage", b, "stage");
+        if let Some(crates) = b["crates"].as_array().filter(|c| !c.is_empty()) {
+            out.insert("crates".into(), crates.clone().into());
+        }
+        // Only a report that records targets can say a bug has none.
+        if b["targets"].as_array().is_some_and(Vec::is_empty) {
+            out.insert("no_fuzz_target".into(), true.into());
+        }
         let mut cargo_test = Map::new();
         cargo_test.insert("caught".into(), caught.into());
         if let Some(failed) = test["failed_tests"].as_array() {

@@ -22,6 +22,41 @@ const COVERAGE_GOALS: [(&str, &str, f64); 2] = [
     ("corpus", "corpus replay (all targets)", 90.0),
 ];
 
+/// Goals on a crate or part beyond wire and gateway: measurement, its
+/// label, the crate or part (a key of a measurement's `crates` or `parts`),
+/// its label, and the minimum percent of lines. They are judged once the
+/// history holds a run that measured every crate (older runs counted only
+/// wire, gateway and exec, and the page they rendered stays as it was).
+const CRATE_GOALS: [(&str, &str, &str, &str, f64); 4] = [
+    ("tests", "`cargo test`", "wrap", "`crates/wrap`", 95.0),
+    ("tests", "`cargo test`", "scrubber", "the scrubber", 95.0),
+    ("tests", "`cargo test`", "audit", "the audit code", 95.0),
+    (
+        "corpus",
+        "corpus replay (all targets)",
+        "wrap",
+        "`crates/wrap`",
+        85.0,
+    ),
+];
+
+/// The lines figure of a crate or part in a measurement of the newer kind.
+fn crate_lines<'a>(m: &'a Value, name: &str) -> Option<&'a Value> {
+    ["crates", "parts"]
+        .iter()
+        .map(|map| &m[map][name]["lines"])
+        .find(|f| f.is_object())
+}
+
+/// Whether a coverage run measured every crate (it has `crates` per
+/// measurement).
+fn measures_every_crate(r: &Record) -> bool {
+    r.figures
+        .get("measurements")
+        .and_then(Value::as_array)
+        .is_some_and(|ms| ms.iter().any(|m| m["crates"].is_object()))
+}
+
 fn measurement<'a>(r: &'a Record, id: &str) -> Option<&'a Value> {
     r.figures
         .get("measurements")?
@@ -49,7 +84,45 @@ fn coverage_cell(figure: &Value) -> String {
     }
 }
 
+/// `98.2% (3880/3950); 3753 needed`.
+fn goal_figure(figure: &Value, min: f64) -> String {
+    let mut text = coverage_cell(figure);
+    if let Some(total) = figure["total"].as_u64() {
+        let needed = (total as f64 * min / 100.0).ceil() as u64;
+        let _ = write!(text, "; {needed} needed");
+    }
+    text
+}
+
 pub(super) fn coverage_goals(runs: &[&Record]) -> Vec<Goal> {
+    let mut goals = boundary_coverage_goals(runs);
+    if runs.iter().any(|r| measures_every_crate(r)) {
+        goals.extend(CRATE_GOALS.iter().map(|&(id, label, name, what, min)| {
+            let what = format!("{label} covers ≥ {min:.0}% of {what} lines");
+            let latest = runs.iter().find_map(|r| {
+                let figure = crate_lines(measurement(r, id)?, name)?;
+                Some((r, figure, percent(figure)?))
+            });
+            match latest {
+                Some((r, figure, p)) => Goal {
+                    what,
+                    figure: goal_figure(figure, min),
+                    run: when(r),
+                    met: Some(p >= min),
+                },
+                None => Goal {
+                    what,
+                    figure: "not measured yet".into(),
+                    run: "–".into(),
+                    met: None,
+                },
+            }
+        }));
+    }
+    goals
+}
+
+fn boundary_coverage_goals(runs: &[&Record]) -> Vec<Goal> {
     COVERAGE_GOALS
         .iter()
         .map(|&(id, label, min)| {
@@ -59,19 +132,12 @@ pub(super) fn coverage_goals(runs: &[&Record]) -> Vec<Goal> {
                 Some((r, figure, percent(figure)?))
             });
             match latest {
-                Some((r, figure, p)) => {
-                    let mut text = coverage_cell(figure);
-                    if let Some(total) = figure["total"].as_u64() {
-                        let needed = (total as f64 * min / 100.0).ceil() as u64;
-                        let _ = write!(text, "; {needed} needed");
-                    }
-                    Goal {
-                        what,
-                        figure: text,
-                        run: when(r),
-                        met: Some(p >= min),
-                    }
-                }
+                Some((r, figure, p)) => Goal {
+                    what,
+                    figure: goal_figure(figure, min),
+                    run: when(r),
+                    met: Some(p >= min),
+                },
                 None => Goal {
                     what,
                     figure: "not measured yet".into(),
@@ -119,6 +185,7 @@ pub(super) fn coverage(runs: &[&Record]) -> String {
         );
     }
     let _ = writeln!(md);
+    coverage_per_crate(&mut md, &overall);
     if !per_target.is_empty() {
         let _ = writeln!(md, "Corpus replay per fuzz target:\n");
         let _ = writeln!(md, "| target | wire+gateway lines | wire+gateway regions |");
@@ -165,6 +232,59 @@ pub(super) fn coverage(runs: &[&Record]) -> String {
     md
 }
 
+/// Every crate and part of the measurements that counted them, one column
+/// pair per measurement (a run that counted only wire, gateway and exec
+/// has no such table).
+fn coverage_per_crate(md: &mut String, overall: &[&Value]) {
+    let measured: Vec<&Value> = overall
+        .iter()
+        .copied()
+        .filter(|m| m["crates"].is_object())
+        .collect();
+    if measured.is_empty() {
+        return;
+    }
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for (map, label) in [("crates", "`crates/{}`"), ("parts", "part: {}")] {
+        for m in &measured {
+            for name in m[map].as_object().into_iter().flatten().map(|(k, _)| k) {
+                if name.contains('+') || rows.iter().any(|(n, _)| n == name) {
+                    continue;
+                }
+                rows.push((name.clone(), label.replace("{}", &escape(name))));
+            }
+        }
+    }
+    let _ = writeln!(md, "Per crate, and the parts with rows of their own:\n");
+    let _ = write!(md, "| crate or part |");
+    for m in &measured {
+        let name = m["name"]
+            .as_str()
+            .or_else(|| m["id"].as_str())
+            .unwrap_or("?");
+        let _ = write!(md, " {0}: lines | {0}: regions |", escape(name));
+    }
+    let _ = writeln!(md, "\n| --- |{}", " ---: | ---: |".repeat(measured.len()));
+    for (name, label) in &rows {
+        let _ = write!(md, "| {label} |");
+        for m in &measured {
+            let figures = if m["crates"][name.as_str()].is_object() {
+                &m["crates"][name.as_str()]
+            } else {
+                &m["parts"][name.as_str()]
+            };
+            let _ = write!(
+                md,
+                " {} | {} |",
+                coverage_cell(&figures["lines"]),
+                coverage_cell(&figures["regions"])
+            );
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md);
+}
+
 /// The goals judged on the latest run, as a list under its figures.
 fn goals_of_latest(md: &mut String, goals: &[Goal]) {
     for goal in goals {
@@ -181,12 +301,34 @@ fn goals_of_latest(md: &mut String, goals: &[Goal]) {
 
 // ----------------------------------------------------------------- fuzz
 
-const FUZZ_GOALS: [(&str, u64); 4] = [
+const FUZZ_GOALS: [(&str, u64); 5] = [
     ("stdin_bytes", 10_000),
     ("session_model", 5_000),
     ("chunking", 5_000),
     ("stdout_frames", 5_000),
+    ("wrap_session", 5_000),
 ];
+
+/// Whether a fuzz run carries the targets' throughput floors (the nightly
+/// that sets them also fuzzes every target).
+fn has_floors(r: &Record) -> bool {
+    r.figures
+        .get("targets")
+        .and_then(Value::as_array)
+        .is_some_and(|ts| ts.iter().any(|t| t["floor_exec_per_cpu_sec"].is_number()))
+}
+
+/// The goals' targets shown: each one some run measured, all of them once a
+/// run carries floors (older runs fuzzed only some targets, and the page
+/// they rendered stays as it was).
+fn shown_fuzz_goals(runs: &[&Record]) -> Vec<(&'static str, u64)> {
+    let every = runs.iter().any(|r| has_floors(r));
+    FUZZ_GOALS
+        .iter()
+        .copied()
+        .filter(|(target, _)| every || runs.iter().any(|r| fuzz_target(r, target).is_some()))
+        .collect()
+}
 
 /// The sanitizer description of the nightly's default configuration.
 fn default_split() -> String {
@@ -216,9 +358,9 @@ fn fuzz_goal_for(target: &str) -> Option<u64> {
 }
 
 pub(super) fn fuzz_goals(runs: &[&Record]) -> Vec<Goal> {
-    FUZZ_GOALS
-        .iter()
-        .map(|&(target, goal)| {
+    shown_fuzz_goals(runs)
+        .into_iter()
+        .map(|(target, goal)| {
             let what = format!(
                 "`{target}` ≥ {} exec per CPU-second (combined, default split)",
                 thousands(goal)
@@ -274,13 +416,16 @@ pub(super) fn fuzz(runs: &[&Record]) -> String {
         fuzz_configuration(latest, false)
     );
     let split = is_default_split(latest);
+    let floors = has_floors(latest);
     let _ = writeln!(
         md,
-        "| target | fast build | ASan build | **combined** | combined, wall exec/s | crashes | goal | met |"
+        "| target | fast build | ASan build | **combined** | combined, wall exec/s | crashes | goal | met |{}",
+        if floors { " floor |" } else { "" }
     );
     let _ = writeln!(
         md,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |{}",
+        if floors { " ---: |" } else { "" }
     );
     let targets: &[Value] = latest
         .figures
@@ -295,7 +440,7 @@ pub(super) fn fuzz(runs: &[&Record]) -> String {
             (Some(_), _) if !split => "n/a (not the default split)",
             _ => "–",
         };
-        let _ = writeln!(
+        let _ = write!(
             md,
             "| `{}` | {} | {} | **{}** | {} | {} | {} | {} |",
             escape(name),
@@ -307,27 +452,39 @@ pub(super) fn fuzz(runs: &[&Record]) -> String {
             goal.map_or_else(|| "–".to_owned(), thousands),
             met
         );
+        if floors {
+            let under = if t["under_floor"] == true {
+                " ⚠️ under"
+            } else {
+                ""
+            };
+            let _ = write!(md, " {}{under} |", int(&t["floor_exec_per_cpu_sec"]));
+        }
+        let _ = writeln!(md);
     }
     let _ = writeln!(md);
+    if floors {
+        let _ = writeln!(
+            md,
+            "Floor: the throughput under which the nightly flags a target (`xtask/src/nightly/floors.rs`), judged on shares of at least 60 s fuzzed whole in the default configuration; ⚠️ marks a judged run under it.\n"
+        );
+    }
 
     if runs.len() > 1 {
+        let columns = shown_fuzz_goals(runs);
         earlier_heading(&mut md);
         let _ = write!(
             md,
             "Combined executions per CPU-second.\n\n| date · commit | configuration |"
         );
-        for (target, _) in FUZZ_GOALS {
+        for (target, _) in &columns {
             let _ = write!(md, " `{target}` |");
         }
         let _ = writeln!(md, " note |");
-        let _ = writeln!(
-            md,
-            "| --- | --- |{} --- |",
-            " ---: |".repeat(FUZZ_GOALS.len())
-        );
+        let _ = writeln!(md, "| --- | --- |{} --- |", " ---: |".repeat(columns.len()));
         for r in &runs[1..] {
             let _ = write!(md, "| {} | {} |", when(r), fuzz_configuration(r, true));
-            for (target, _) in FUZZ_GOALS {
+            for (target, _) in &columns {
                 let cell = fuzz_target(r, target)
                     .map_or_else(|| "–".to_owned(), |t| int(&t["exec_per_cpu_sec"]));
                 let _ = write!(md, " {cell} |");
@@ -437,6 +594,46 @@ pub(super) fn mutants(runs: &[&Record]) -> String {
         }
         let _ = writeln!(md);
     }
+    if let Some(crates) = figure(latest, "crates").as_array() {
+        let _ = writeln!(md, "By crate:\n");
+        let _ = writeln!(
+            md,
+            "| crate | tested | caught | missed | timeouts | unviable | excluded | score |"
+        );
+        let _ = writeln!(
+            md,
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        // A narrowed run (`--file`, `--diff`) reaches only some crates.
+        let reached = |c: &&Value| {
+            c["tested"].as_u64().unwrap_or(0) + c["excluded"].as_u64().unwrap_or(0) > 0
+        };
+        for c in crates.iter().filter(reached) {
+            let score = match (c["caught"].as_u64(), c["missed"].as_u64()) {
+                (Some(caught), Some(missed)) if caught + missed > 0 => {
+                    format!("{:.1}%", caught as f64 * 100.0 / (caught + missed) as f64)
+                }
+                _ => "n/a".to_owned(),
+            };
+            let name = if c["scope"].is_string() {
+                &c["scope"]
+            } else {
+                &c["package"]
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {score} |",
+                fixed(name, 0),
+                int(&c["tested"]),
+                int(&c["caught"]),
+                int(&c["missed"]),
+                int(&c["timeouts"]),
+                int(&c["unviable"]),
+                int(&c["excluded"]),
+            );
+        }
+        let _ = writeln!(md);
+    }
     if let Some(survivors) = figure(latest, "survivors").as_array() {
         let _ = writeln!(md, "Survivors:\n");
         for s in survivors {
@@ -484,6 +681,10 @@ fn caught_by_fuzzing(bug: &Value) -> bool {
         .is_some_and(|runs| runs.iter().any(|f| f["caught"] == true))
 }
 
+fn was_fuzzed(bug: &Value) -> bool {
+    bug["fuzz"].as_array().is_some_and(|runs| !runs.is_empty())
+}
+
 fn caught_by_tests(bug: &Value) -> bool {
     bug["cargo_test"]["caught"] == true
 }
@@ -513,6 +714,8 @@ pub(super) fn bugbench_goals(runs: &[&Record]) -> Vec<Goal> {
         }];
     };
     let by_tests = latest.values().filter(|(b, _)| caught_by_tests(b)).count();
+    // A bug no fuzz target reaches is judged by `cargo test` alone.
+    let fuzzed = latest.values().filter(|(b, _)| was_fuzzed(b)).count();
     let by_fuzzing = latest
         .values()
         .filter(|(b, _)| caught_by_fuzzing(b))
@@ -520,11 +723,11 @@ pub(super) fn bugbench_goals(runs: &[&Record]) -> Vec<Goal> {
     vec![Goal {
         what,
         figure: format!(
-            "{by_tests} of {n} by `cargo test`, {by_fuzzing} of {n} by fuzzing",
+            "{by_tests} of {n} by `cargo test`, {by_fuzzing} of {fuzzed} by fuzzing",
             n = latest.len()
         ),
         run: when(newest),
-        met: Some(by_tests == latest.len() && by_fuzzing == latest.len()),
+        met: Some(by_tests == latest.len() && by_fuzzing == fuzzed),
     }]
 }
 
@@ -568,7 +771,9 @@ fn fuzz_cell(bug: &Value) -> String {
             }
         })
         .collect();
-    let mut cell = if runs.is_empty() {
+    let mut cell = if runs.is_empty() && bug["no_fuzz_target"] == true {
+        "no fuzz target reaches it".to_owned()
+    } else if runs.is_empty() {
         "not fuzzed".to_owned()
     } else {
         runs.join(", ")
@@ -577,6 +782,59 @@ fn fuzz_cell(bug: &Value) -> String {
         let _ = write!(cell, " (error: {})", escape(error));
     }
     cell
+}
+
+/// Per stage: the crates its bugs patch and what caught them; shown once
+/// the bugs record their crates (older runs did not, and the page they
+/// rendered stays as it was).
+fn bugbench_per_stage(md: &mut String, latest: &BTreeMap<&str, (&Value, &Record)>) {
+    if !latest.values().any(|(b, _)| b["crates"].is_array()) {
+        return;
+    }
+    let mut stages: BTreeMap<&str, (Vec<&str>, usize, usize, usize, usize)> = BTreeMap::new();
+    for (bug, _) in latest.values() {
+        let stage = bug["stage"].as_str().unwrap_or("?");
+        let row = stages.entry(stage).or_default();
+        for krate in bug["crates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if !row.0.contains(&krate) {
+                row.0.push(krate);
+            }
+        }
+        row.1 += 1;
+        row.2 += usize::from(caught_by_tests(bug));
+        row.3 += usize::from(was_fuzzed(bug));
+        row.4 += usize::from(caught_by_fuzzing(bug));
+    }
+    let _ = writeln!(md, "By stage:\n");
+    let _ = writeln!(
+        md,
+        "| stage | crates | bugs | caught by `cargo test` | caught by fuzzing |"
+    );
+    let _ = writeln!(md, "| --- | --- | ---: | ---: | ---: |");
+    for (stage, (crates, bugs, by_tests, fuzzed, by_fuzzing)) in stages {
+        let crates: Vec<String> = crates.iter().map(|c| format!("`{}`", escape(c))).collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {bugs} | {by_tests} | {} |",
+            escape(stage),
+            if crates.is_empty() {
+                "–".to_owned()
+            } else {
+                crates.join(", ")
+            },
+            if fuzzed == 0 {
+                "no target reaches them".to_owned()
+            } else {
+                format!("{by_fuzzing} of {fuzzed}")
+            }
+        );
+    }
+    let _ = writeln!(md);
 }
 
 pub(super) fn bugbench(runs: &[&Record]) -> String {
@@ -614,6 +872,7 @@ pub(super) fn bugbench(runs: &[&Record]) -> String {
         );
     }
     let _ = writeln!(md);
+    bugbench_per_stage(&mut md, &latest_bugs(runs));
     goals_of_latest(&mut md, &bugbench_goals(runs));
 
     if runs.len() > 1 {

@@ -125,6 +125,7 @@ fn fuzz_report() -> FuzzReport {
         execs_per_sec: combined - 100,
         execs_per_cpu_sec: Some(combined),
         previous: None,
+        floor: None,
         runs: vec![run("none", 48, fast), run("address", 12, asan)],
         coverage: Some(3000),
         features: Some(9000),
@@ -151,6 +152,7 @@ fn fuzz_report() -> FuzzReport {
             target("session_model", 5_400, 6_800, 540),
         ],
         crashes: 0,
+        under_floor: Vec::new(),
         ok: true,
     }
 }
@@ -641,5 +643,170 @@ fn committed_evidence_page_matches_its_history() {
         committed == rendered,
         "{PAGE} is not what {HISTORY} renders to: it is generated, not edited by hand. \
          Run `cargo xtask evidence` (or `cargo xtask evidence --no-ingest`) and commit both files."
+    );
+}
+
+/// What the measuring commands write once they cover every crate: coverage
+/// per crate and part, floors, mutants per crate, bugs with their crates.
+fn newer_sources() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: String| fs::write(dir.path().join(name), text).unwrap();
+    let coverage = json!({
+        "started": "2001-03-01T00:00:00Z",
+        "measurements": [
+            {"id": "tests", "name": "cargo test", "ok": true,
+             "crates": {
+                "wire+gateway": {"lines": {"covered": 95, "total": 100, "percent": 95.0}, "regions": {"covered": 9, "total": 10, "percent": 90.0}},
+                "wrap": {"lines": {"covered": 96, "total": 100, "percent": 96.0}, "regions": {"covered": 9, "total": 10, "percent": 90.0}},
+                "cli": {"lines": {"covered": 50, "total": 100, "percent": 50.0}, "regions": {"covered": 5, "total": 10, "percent": 50.0}}
+             },
+             "parts": {
+                "audit": {"lines": {"covered": 94, "total": 100, "percent": 94.0}, "regions": {"covered": 9, "total": 10, "percent": 90.0}},
+                "scrubber": {"lines": {"covered": 99, "total": 100, "percent": 99.0}, "regions": {"covered": 10, "total": 10, "percent": 100.0}}
+             }},
+            {"id": "corpus", "name": "corpus replay (all targets)", "ok": true,
+             "crates": {"wrap": {"lines": {"covered": 80, "total": 100, "percent": 80.0}, "regions": {"covered": 8, "total": 10, "percent": 80.0}}},
+             "parts": {}}
+        ]
+    });
+    write("coverage.json", coverage.to_string());
+    let mut fuzz = fuzz_report();
+    fuzz.targets[0].floor = Some(crate::nightly::FloorCheck {
+        exec_per_cpu_sec: 7_500,
+        judged: true,
+        under: false,
+        not_judged: String::new(),
+    });
+    fuzz.targets[1].target = "wrap_session".into();
+    fuzz.targets[1].execs_per_cpu_sec = Some(4_800);
+    fuzz.targets[1].floor = Some(crate::nightly::FloorCheck {
+        exec_per_cpu_sec: 5_000,
+        judged: true,
+        under: true,
+        not_judged: String::new(),
+    });
+    write("report.json", serde_json::to_string(&fuzz).unwrap());
+    let mut mutants: Value = serde_json::from_str(MUTANTS).unwrap();
+    mutants["crates"] = json!([
+        {"package": "portcullis-wire", "scope": "portcullis-wire", "score": 0.75, "tested": 6, "caught": 3, "missed": 1, "timeout": 1, "unviable": 1, "excluded": 2},
+        {"package": "portcullis-cli", "scope": "portcullis-cli (crates/cli/src/audit/)", "score": null, "tested": 0, "caught": 0, "missed": 0, "timeout": 0, "unviable": 0, "excluded": 3},
+        {"package": "portcullis-exec", "scope": "portcullis-exec", "score": null, "tested": 0, "caught": 0, "missed": 0, "timeout": 0, "unviable": 0, "excluded": 0}
+    ]);
+    write("mutants.json", mutants.to_string());
+    let mut bugbench: Value = serde_json::from_str(BUGBENCH).unwrap();
+    bugbench["bugs"][0]["crates"] = json!(["wire"]);
+    bugbench["bugs"][0]["targets"] = json!(["chunking", "stdin_bytes"]);
+    bugbench["bugs"][1] = json!({"name": "audit-append-after-failed-write", "stage": "audit", "class": "fail-open", "summary": "s",
+        "crates": ["cli"], "targets": [],
+        "cargo_test": {"caught": true, "status": "failed", "failed_tests": ["portcullis::x"], "secs": 9.0, "log": "l", "commands": []},
+        "fuzz_build_secs": 0.0, "fuzz": []});
+    write("bugbench.json", bugbench.to_string());
+    dir
+}
+
+#[test]
+fn newer_reports_keep_their_per_crate_figures_floors_and_stages() {
+    let dir = newer_sources();
+    let history = dir.path().join("history.jsonl");
+    let outcomes = ingest_dir(dir.path(), &history, &Fixed).unwrap();
+
+    let coverage = added(&outcomes, Kind::Coverage);
+    let tests = &coverage.figures["measurements"][0];
+    assert_eq!(
+        tests["wire_gateway_lines"]["covered"], 95,
+        "the older keys stay"
+    );
+    assert_eq!(
+        tests["crates"]["wrap"]["lines"],
+        json!({"covered": 96, "total": 100, "percent": 96.0})
+    );
+    assert_eq!(tests["parts"]["audit"]["lines"]["percent"], 94.0);
+    assert_eq!(tests["crates"]["cli"]["regions"]["total"], 10);
+
+    let fuzz = added(&outcomes, Kind::Fuzz);
+    assert_eq!(fuzz.figures["targets"][0]["floor_exec_per_cpu_sec"], 7500);
+    assert_eq!(fuzz.figures["targets"][0]["under_floor"], false);
+    assert_eq!(fuzz.figures["targets"][1]["under_floor"], true);
+
+    let mutants = added(&outcomes, Kind::Mutants);
+    assert_eq!(
+        mutants.figures["crates"][0],
+        json!({"package": "portcullis-wire", "scope": "portcullis-wire", "tested": 6, "caught": 3,
+               "missed": 1, "timeouts": 1, "unviable": 1, "excluded": 2})
+    );
+
+    let bugbench = added(&outcomes, Kind::Bugbench);
+    assert_eq!(bugbench.figures["bugs"][0]["crates"], json!(["wire"]));
+    assert!(bugbench.figures["bugs"][0].get("no_fuzz_target").is_none());
+    assert_eq!(bugbench.figures["bugs"][1]["no_fuzz_target"], true);
+}
+
+#[test]
+fn an_older_report_says_nothing_of_what_it_did_not_record() {
+    let dir = sources();
+    let history = dir.path().join("history.jsonl");
+    let outcomes = ingest_dir(dir.path(), &history, &Fixed).unwrap();
+    let coverage = added(&outcomes, Kind::Coverage);
+    assert!(coverage.figures["measurements"][0].get("crates").is_none());
+    let fuzz = added(&outcomes, Kind::Fuzz);
+    assert!(
+        fuzz.figures["targets"][0]
+            .get("floor_exec_per_cpu_sec")
+            .is_none()
+    );
+    assert!(
+        added(&outcomes, Kind::Mutants)
+            .figures
+            .get("crates")
+            .is_none()
+    );
+    let bugs = &added(&outcomes, Kind::Bugbench).figures["bugs"];
+    assert!(bugs[0].get("crates").is_none() && bugs[0].get("no_fuzz_target").is_none());
+    let page = render::render(&fs::read_to_string(&history).unwrap()).unwrap();
+    for absent in [
+        "wrap_session",
+        "Per crate",
+        "By crate",
+        "By stage",
+        "of the audit code",
+        "| floor |",
+    ] {
+        assert!(!page.contains(absent), "{absent:?} in\n{page}");
+    }
+}
+
+#[test]
+fn the_page_shows_per_crate_figures_floors_and_stages_once_runs_record_them() {
+    let dir = newer_sources();
+    let history = dir.path().join("history.jsonl");
+    ingest_dir(dir.path(), &history, &Fixed).unwrap();
+    let page = render::render(&fs::read_to_string(&history).unwrap()).unwrap();
+    for expected in [
+        "| `cargo test` covers ≥ 95% of `crates/wrap` lines | 96.0% (96/100); 95 needed |",
+        "| `cargo test` covers ≥ 95% of the audit code lines | 94.0% (94/100); 95 needed | 2001-03-01 · `abc1234` | ❌ not met |",
+        "| `cargo test` covers ≥ 95% of the scrubber lines | 99.0% (99/100); 95 needed |",
+        "| corpus replay (all targets) covers ≥ 85% of `crates/wrap` lines | 80.0% (80/100); 85 needed |",
+        "| `wrap_session` ≥ 5,000 exec per CPU-second (combined, default split) | 4,800 | 2001-02-06 · `abc1234` | ❌ not met |",
+        "| `chunking` ≥ 5,000 exec per CPU-second (combined, default split) | not measured yet |",
+        "| crate or part | cargo test: lines | cargo test: regions | corpus replay (all targets): lines | corpus replay (all targets): regions |",
+        "| `crates/wrap` | 96.0% (96/100) | 90.0% (9/10) | 80.0% (80/100) | 80.0% (8/10) |",
+        "| part: audit | 94.0% (94/100) | 90.0% (9/10) | – | – |",
+        "| crashes | goal | met | floor |",
+        "| `stdin_bytes` | 12,000 | 1,100 | **9,500** | 9,400 | 0 | 10,000 | ❌ not met | 7,500 |",
+        "| `wrap_session` | 6,800 | 540 | **4,800** | 5,300 | 0 | 5,000 | ❌ not met | 5,000 ⚠️ under |",
+        "By crate:",
+        "| portcullis-wire | 6 | 3 | 1 | 1 | 1 | 2 | 75.0% |",
+        "| portcullis-cli (crates/cli/src/audit/) | 0 | 0 | 0 | 0 | 0 | 3 | n/a |",
+        "By stage:",
+        "| audit | `cli` | 1 | 1 | no target reaches them |",
+        "| framing | `wire` | 1 | 1 | 1 of 1 |",
+        "| `audit-append-after-failed-write` | audit | caught (1 failing test) | no fuzz target reaches it |",
+        "2 of 2 by `cargo test`, 1 of 1 by fuzzing",
+    ] {
+        assert!(page.contains(expected), "missing {expected:?} in\n{page}");
+    }
+    assert!(
+        !page.contains("+gateway` |"),
+        "wire+gateway is no crate row: {page}"
     );
 }

@@ -185,6 +185,8 @@ pub fn mutation_text(name: &str) -> &str {
 #[derive(Debug, Deserialize)]
 pub struct Listed {
     pub name: String,
+    pub package: String,
+    pub file: String,
 }
 
 /// Parses `cargo mutants --list --json`. With `--in-diff`, a diff that
@@ -295,8 +297,14 @@ mod tests {
 
     #[test]
     fn the_list_gives_names() {
-        let listed = parse_list(r#"[{"name":"a.rs:1:1: x","package":"p"}]"#).unwrap();
+        let listed =
+            parse_list(r#"[{"name":"a.rs:1:1: x","package":"p","file":"a.rs","genre":"FnValue"}]"#)
+                .unwrap();
         assert_eq!(listed[0].name, "a.rs:1:1: x");
+        assert_eq!(
+            (listed[0].package.as_str(), listed[0].file.as_str()),
+            ("p", "a.rs")
+        );
         assert!(parse_list("{}").is_err());
         assert!(parse_list("No mutants").is_err());
     }

@@ -1,5 +1,6 @@
 //! `mutants.json` for machines and `mutants.md` for people: the score, the
-//! counts, and every survivor and timeout as `file:line` with its mutation.
+//! counts (in all and per crate), and every survivor and timeout as
+//! `file:line` with its mutation.
 
 use std::fmt::Write as _;
 
@@ -11,7 +12,24 @@ use super::outcomes::{Outcomes, Tested, Verdict, by_file};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Excluded {
     pub name: String,
+    pub package: String,
     pub reason: String,
+}
+
+/// One crate's share of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CrateCounts {
+    pub package: String,
+    /// What of it is mutated: the package, or the files in scope.
+    pub scope: String,
+    /// caught / (caught + missed); `None` when neither happened.
+    pub score: Option<f64>,
+    pub tested: usize,
+    pub caught: usize,
+    pub missed: usize,
+    pub timeout: usize,
+    pub unviable: usize,
+    pub excluded: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -39,6 +57,12 @@ pub struct Report {
     pub timeout: usize,
     pub unviable: usize,
     pub excluded: usize,
+    /// The same counts per crate, in scope order (every crate in scope,
+    /// tested or not).
+    pub crates: Vec<CrateCounts>,
+    /// What a reader of the figures should know (e.g. tests that skipped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Mean build and test time per tested mutant, in seconds.
     pub mean_build_secs: f64,
     pub mean_test_secs: f64,
@@ -60,8 +84,42 @@ pub struct RunInfo {
     pub base: Option<String>,
     pub shard: Option<String>,
     pub packages: Vec<String>,
+    /// Each package's scope in words (see `scope::describe`), beside `packages`.
+    pub scopes: Vec<String>,
     pub files: Vec<String>,
+    pub notes: Vec<String>,
     pub total_secs: f64,
+}
+
+/// The counts of one package's mutants.
+fn crate_counts(
+    package: &str,
+    scope: &str,
+    outcomes: &Outcomes,
+    excluded: &[Excluded],
+) -> CrateCounts {
+    let of = |verdict: Verdict| {
+        outcomes
+            .with(verdict)
+            .filter(|m| m.mutant.package == package)
+            .count()
+    };
+    let (caught, missed) = (of(Verdict::CaughtMutant), of(Verdict::MissedMutant));
+    CrateCounts {
+        package: package.to_owned(),
+        scope: scope.to_owned(),
+        score: score(caught, missed),
+        tested: outcomes
+            .mutants
+            .iter()
+            .filter(|m| m.mutant.package == package)
+            .count(),
+        caught,
+        missed,
+        timeout: of(Verdict::Timeout),
+        unviable: of(Verdict::Unviable),
+        excluded: excluded.iter().filter(|e| e.package == package).count(),
+    }
 }
 
 pub fn build(info: RunInfo, outcomes: &Outcomes, excluded: Vec<Excluded>) -> Report {
@@ -75,6 +133,15 @@ pub fn build(info: RunInfo, outcomes: &Outcomes, excluded: Vec<Excluded>) -> Rep
             outcomes.mutants.iter().map(f).sum::<f64>() / tested as f64
         }
     };
+    let crates = info
+        .packages
+        .iter()
+        .enumerate()
+        .map(|(i, package)| {
+            let scope = info.scopes.get(i).map_or(package.as_str(), String::as_str);
+            crate_counts(package, scope, outcomes, &excluded)
+        })
+        .collect();
     Report {
         started: info.started,
         cargo_mutants: outcomes.cargo_mutants_version.clone(),
@@ -90,6 +157,8 @@ pub fn build(info: RunInfo, outcomes: &Outcomes, excluded: Vec<Excluded>) -> Rep
         timeout: outcomes.count(Verdict::Timeout),
         unviable: outcomes.count(Verdict::Unviable),
         excluded: excluded.len(),
+        crates,
+        notes: info.notes,
         mean_build_secs: mean(|m| m.build_secs),
         mean_test_secs: mean(|m| m.test_secs),
         total_secs: info.total_secs,
@@ -157,6 +226,35 @@ pub fn render_markdown(report: &Report) -> String {
         "Per mutant: {:.1} s build + {:.1} s test on average; {:.0} s in all.\n",
         report.mean_build_secs, report.mean_test_secs, report.total_secs
     );
+    if !report.crates.is_empty() {
+        let _ = writeln!(md, "## Per crate\n");
+        let _ = writeln!(
+            md,
+            "| crate | score | caught | missed | timeout | unviable | excluded | tested |"
+        );
+        let _ = writeln!(
+            md,
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for c in &report.crates {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.scope,
+                percent(c.score),
+                c.caught,
+                c.missed,
+                c.timeout,
+                c.unviable,
+                c.excluded,
+                c.tested
+            );
+        }
+        let _ = writeln!(md);
+    }
+    for note in &report.notes {
+        let _ = writeln!(md, "> **Note:** {note}\n");
+    }
 
     let _ = writeln!(md, "## Survivors ({})\n", report.survivors.len());
     if report.survivors.is_empty() {
@@ -212,12 +310,22 @@ mod tests {
         let info = RunInfo {
             started: "2026-12-01 00:00:00 UTC".into(),
             mode: "full".into(),
-            packages: vec!["portcullis-wire".into()],
+            packages: vec![
+                "portcullis-wire".into(),
+                "portcullis-gateway".into(),
+                "portcullis-cli".into(),
+            ],
+            scopes: vec![
+                "portcullis-wire".into(),
+                "portcullis-gateway".into(),
+                "portcullis-cli (crates/cli/src/audit/)".into(),
+            ],
             total_secs: 300.0,
             ..RunInfo::default()
         };
         let excluded = vec![Excluded {
             name: "crates/wire/src/frame.rs:1:1: replace f with ()".into(),
+            package: "portcullis-wire".into(),
             reason: "a capacity hint".into(),
         }];
         build(info, &outcomes, excluded)
@@ -241,6 +349,74 @@ mod tests {
         );
         assert_eq!(report.tested, 4);
         assert!(!report.ok);
+    }
+
+    #[test]
+    fn each_crate_in_scope_has_its_own_counts_and_score() {
+        let report = sample();
+        let names: Vec<&str> = report.crates.iter().map(|c| c.package.as_str()).collect();
+        assert_eq!(
+            names,
+            ["portcullis-wire", "portcullis-gateway", "portcullis-cli"]
+        );
+        let wire = &report.crates[0];
+        assert_eq!(
+            (
+                wire.caught,
+                wire.missed,
+                wire.unviable,
+                wire.excluded,
+                wire.tested
+            ),
+            (2, 1, 1, 1, 4)
+        );
+        assert_eq!(wire.score, Some(2.0 / 3.0));
+        let gateway = &report.crates[1];
+        assert_eq!((gateway.caught, gateway.missed, gateway.tested), (0, 0, 0));
+        assert_eq!(gateway.score, None);
+        let cli = &report.crates[2];
+        assert_eq!((cli.tested, cli.score), (0, None));
+        assert_eq!(cli.scope, "portcullis-cli (crates/cli/src/audit/)");
+        let md = render_markdown(&report);
+        assert!(md.contains("## Per crate"), "{md}");
+        assert!(
+            md.contains("| portcullis-wire | 66.7% | 2 | 1 | 0 | 1 | 1 | 4 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| portcullis-gateway | n/a | 0 | 0 | 0 | 0 | 0 | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| portcullis-cli (crates/cli/src/audit/) | n/a | 0 | 0 | 0 | 0 | 0 | 0 |"),
+            "{md}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["crates"][0]["package"], "portcullis-wire");
+        assert_eq!(json["crates"][0]["missed"], 1);
+        assert_eq!(json["crates"][0]["excluded"], 1);
+        assert!(json["crates"][1]["score"].is_null());
+        assert_eq!(
+            json["crates"][2]["scope"],
+            "portcullis-cli (crates/cli/src/audit/)"
+        );
+    }
+
+    #[test]
+    fn notes_are_shown_and_kept() {
+        let outcomes = parse(include_str!("testdata/outcomes.json")).unwrap();
+        let info = RunInfo {
+            notes: vec!["sshd is not installed".into()],
+            ..RunInfo::default()
+        };
+        let report = build(info, &outcomes, Vec::new());
+        assert!(render_markdown(&report).contains("> **Note:** sshd is not installed"));
+        assert_eq!(
+            serde_json::to_value(&report).unwrap()["notes"][0],
+            "sshd is not installed"
+        );
+        let quiet = build(RunInfo::default(), &outcomes, Vec::new());
+        assert!(serde_json::to_value(&quiet).unwrap().get("notes").is_none());
     }
 
     #[test]

@@ -110,6 +110,7 @@ mod tests {
             execs_per_sec,
             execs_per_cpu_sec: None,
             previous: None,
+            floor: None,
             runs: Vec::new(),
             coverage: None,
             features: None,
@@ -135,6 +136,7 @@ mod tests {
             build_secs: 0.0,
             total_secs: 0.0,
             crashes: 0,
+            under_floor: Vec::new(),
             ok: true,
             targets,
         }

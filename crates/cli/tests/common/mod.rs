@@ -33,6 +33,18 @@ pub fn python() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
+/// The variables an instrumented build reads to write its coverage profile
+/// (`LLVM_PROFILE_FILE` and the rest cargo-llvm-cov sets when `cargo xtask
+/// coverage` runs these tests): a child's environment is cleared, and
+/// without them the binary's own lines would never be counted. An ordinary
+/// run has none of them.
+pub fn profile_env() -> impl Iterator<Item = (OsString, OsString)> {
+    std::env::vars_os().filter(|(name, _)| {
+        let name = name.to_string_lossy();
+        name.starts_with("LLVM_PROFILE_") || name.starts_with("CARGO_LLVM_COV")
+    })
+}
+
 /// The binary cargo built for this test run.
 const BUILT: &str = env!("CARGO_BIN_EXE_portcullis");
 
@@ -96,7 +108,8 @@ pub struct Run {
 }
 
 impl Launch {
-    /// `portcullis <args>` run from `cwd` with only `PATH` set.
+    /// `portcullis <args>` run from `cwd` with only `PATH` (and the
+    /// coverage profile variables, when set) set.
     pub fn new(cwd: &Path, args: &[&str]) -> Self {
         Self {
             args: args.iter().map(OsString::from).collect(),
@@ -146,6 +159,7 @@ impl Launch {
                 "PATH",
                 std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()),
             )
+            .envs(profile_env())
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.cwd)
             .stdin(Stdio::piped())
