@@ -37,14 +37,18 @@ fn method(kind: Kind) -> Method {
     match kind {
         Kind::Coverage => Method {
             title: "Coverage",
-            what: "`cargo xtask coverage` measures line and region coverage of the library code of \
-                   `crates/wire`, `crates/gateway` and `crates/exec` (unit-test modules not counted) \
-                   with cargo-llvm-cov, twice: by `cargo test --workspace`, and by replaying each fuzz \
+            what: "`cargo xtask coverage` measures line and region coverage of the product crates \
+                   `crates/wire`, `crates/gateway`, `crates/exec`, `crates/wrap` and `crates/cli`, \
+                   with the scrubber, the CLI's audit code and its wrap driver also reported apart \
+                   (unit-test modules not counted; records before `wrap` and `cli` were in scope \
+                   hold wire, gateway and exec only), with cargo-llvm-cov, twice: by `cargo test \
+                   --workspace`, whose process tests pass the profile variables on to the binary \
+                   they launch so its own lines count, and by replaying each fuzz \
                    target's checked-in seeds (`corpus/<target>/` and `regressions/<target>/`, each \
                    input once), per target and all together. It writes `target/nightly/coverage.md`, \
                    which lists the uncovered lines of every file, and `coverage.json`. Corpus replay \
-                   does not reach `exec` by design: the harnesses hand actions to a recorder, never \
-                   to a real executor.",
+                   does not reach `exec` or `cli` by design: the harnesses hand actions to a \
+                   recorder, never to a real executor, and drive the sans-IO cores, not the binary.",
             command: "JSONTESTSUITE_DIR=… MCP_SCHEMA_DIR=… cargo xtask coverage",
         },
         Kind::Fuzz => Method {
@@ -58,16 +62,16 @@ fn method(kind: Kind) -> Method {
                    together, and the goals are judged on it in that default split. A 60 s figure \
                    moves by about ±15% from run to run, so runs compare best on one machine under \
                    one load.",
-            command: "rm -rf fuzz/corpus/{stdin_bytes,session_model,chunking,stdout_frames} && \
-                      cargo xtask nightly --budget 240s --no-merge \
-                      --targets stdin_bytes,session_model,chunking,stdout_frames",
+            command: "rm -rf fuzz/corpus && cargo xtask nightly --budget 600s --no-merge   # 60 s a target",
         },
         Kind::Mutants => Method {
             title: "Mutation score",
-            what: "`cargo xtask mutants` runs cargo-mutants over `crates/wire` and \
-                   `crates/gateway`: each mutant is one small edit (an operator flipped, a match \
+            what: "`cargo xtask mutants` runs cargo-mutants over `crates/wire`, `crates/gateway`, \
+                   `crates/wrap`, `crates/exec` and the CLI's audit code, one run per group \
+                   against that group's own tests (records before the wider scope cover wire and \
+                   gateway only): each mutant is one small edit (an operator flipped, a match \
                    arm deleted, a function body replaced by a default) tested against the tests \
-                   `.cargo/mutants.toml` selects. A mutant no test notices is a survivor; the score \
+                   `cargo xtask mutants` selects for its group. A mutant no test notices is a survivor; the score \
                    is caught / (caught + missed), and timeouts and mutants that do not build are \
                    counted apart. A survivor is explained once a test kills it, the code it \
                    mutated is removed, or `.cargo/mutants.toml` excludes it as equivalent with its \
@@ -76,11 +80,13 @@ fn method(kind: Kind) -> Method {
         },
         Kind::Bugbench => Method {
             title: "Planted bugs",
-            what: "`bugbench/` holds realistic one-line boundary defects, each a patch naming its \
-                   stage, the defect class it models and the fuzz targets that reach it. \
-                   `cargo xtask bugbench` applies each in a scratch worktree, runs `cargo test -p \
-                   portcullis-wire -p portcullis-gateway -p portcullis-testkit` (failing tests \
-                   counted), then fuzzes the bug's targets from the checked-in corpus until the \
+            what: "`bugbench/` holds realistic one-line defects, each a patch naming its stage \
+                   (the boundary's stages, `wrap`, `scrubber` or `audit`), the defect class it \
+                   models and the fuzz targets that reach it (`none` when only tests can). \
+                   `cargo xtask bugbench` applies each in a scratch worktree, runs its stage's \
+                   tests (the boundary's: `-p portcullis-wire -p portcullis-gateway -p \
+                   portcullis-testkit`; wrap: wrap and testkit; scrubber: exec; audit: the \
+                   binary's unit tests, wrap and testkit; failing tests counted), then fuzzes the bug's targets from the checked-in corpus until the \
                    first failure, at most the cap. Seconds run from the start of the fuzz run, \
                    corpus loading included, so a fraction of a second means a checked-in input \
                    already reaches the bug.",

@@ -479,7 +479,7 @@ fn an_empty_history_says_each_kind_is_not_measured_yet_and_how_to_measure_it() {
     assert_eq!(page.matches("Not measured yet").count(), Kind::ALL.len());
     for command in [
         "cargo xtask coverage",
-        "cargo xtask nightly --budget 240s",
+        "cargo xtask nightly --budget 600s",
         "cargo xtask mutants",
         "cargo xtask bugbench --sanitizer none",
         "cargo xtask bench --quick",
