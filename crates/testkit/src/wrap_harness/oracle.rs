@@ -23,12 +23,33 @@
 //!   once the journal failed; from then on a `tools/call` not forwarded
 //!   before is answered, if with a result, only with the denial, and the
 //!   call whose intent failed is answered with it (unless the client
-//!   cancelled it).
+//!   cancelled it);
+//! - requests in flight each way never pass the cap, and one is refused
+//!   for want of room only while the cap is reached ([`in_flight`]);
+//! - the upstream is told to cancel a request in flight only by the
+//!   client, under the upstream id that request went up with; the
+//!   wrapper's own cancellations name requests it has just answered (with
+//!   the clock, [`Oracle::clock`]: past their time limit), and after a
+//!   tick no request stays in flight past its time limit;
+//! - the client is shown a tool only while it matches its pin, and an
+//!   unpinned one only while trust on first use is open or the policy
+//!   allows it ([`trust`]; a pins file and an allowlist through
+//!   [`Oracle::held_to_pins`] and [`Oracle::allowing`]); a `tools/call`
+//!   reaches the upstream only for a tool shown in this session whose
+//!   latest listing matches its pin.
+
+mod in_flight;
+#[cfg(test)]
+mod tests;
+mod trust;
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use self::in_flight::{ToClient, ToUpstream};
+use self::trust::Trust;
+use super::REQUEST_TIMEOUT_MS;
 use crate::harness::has_duplicate_keys;
 
 /// Splits a byte stream into complete lines, as the oracle sees them.
@@ -108,6 +129,18 @@ fn without(message: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     m
 }
 
+/// The integer id of a line that may be a response, read leniently (any
+/// JSON object with an integer `id` and no `method`): whatever the wrapper
+/// may take for an answer, and more.
+fn answer_id(line: &[u8]) -> Option<i64> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let object = value.as_object()?;
+    if object.contains_key("method") {
+        return None;
+    }
+    object.get("id")?.as_i64()
+}
+
 fn cancel_params(message: &Map<String, Value>) -> Option<Map<String, Value>> {
     let mut params = message.get("params")?.as_object()?.clone();
     params.remove("requestId");
@@ -180,9 +213,8 @@ pub struct Oracle {
     upstream_answered: HashSet<String>,
     /// Ids the client was asked with.
     client_asked: HashSet<String>,
-    /// The first definition of each tool the client was shown (normalized,
-    /// as shown).
-    first_shown: HashMap<String, (Value, Value)>,
+    /// The first definition of each tool the client was shown.
+    first_shown: HashMap<String, Value>,
     /// The latest definition of each tool the upstream listed (and the
     /// wrapper processed).
     latest: HashMap<String, Value>,
@@ -198,6 +230,26 @@ pub struct Oracle {
     withheld: HashSet<usize>,
     /// Ids of calls held back that are owed the denial.
     denial_owed: HashSet<String>,
+    /// Client requests in flight to the upstream.
+    flights: ToUpstream,
+    /// Upstream requests in flight to the client.
+    asks: ToClient,
+    /// Client requests the wrapper answered itself without forwarding
+    /// them, by index.
+    answered_here: HashSet<usize>,
+    /// Client lines the wrapper refused (its audit records).
+    refused_lines: HashSet<u64>,
+    /// The first line of the client's latest read.
+    read_from: u64,
+    /// The effects being judged are those of an upstream read.
+    upstream_step: bool,
+    /// Upstream ids of requests the wrapper answered itself (timed out,
+    /// closing), with when they went up.
+    ended_here: HashMap<i64, Option<u64>>,
+    /// Which tools the client may be shown.
+    trust: Trust,
+    /// The clock, in ms, once the harness tells it.
+    now: Option<u64>,
 }
 
 impl Oracle {
@@ -206,16 +258,65 @@ impl Oracle {
             max_bytes,
             max_in_flight,
             closes_on_invalid,
+            flights: ToUpstream::new(max_in_flight),
+            asks: ToClient::new(max_in_flight),
             ..Self::default()
+        }
+    }
+
+    /// The session starts with pins made from `tools` (a pins file): trust
+    /// on first use is off, and only these tools are shown, each only while
+    /// it matches.
+    pub fn held_to_pins(&mut self, tools: &[Value]) {
+        self.trust.held_to(tools);
+    }
+
+    /// The policy's `[wrap] tools` names `names`: they are let through
+    /// while not pinned, and pinned on first sight.
+    pub fn allowing(&mut self, names: &[&str]) {
+        self.trust.allow(names);
+    }
+
+    /// The step about to be judged happens at `now` ms (the time passed to
+    /// the wrapper with it).
+    pub fn clock(&mut self, now: u64) {
+        self.now = Some(now);
+    }
+
+    /// The wrapper was told the clock reached the time of the last
+    /// [`Self::clock`], and its effects were judged: no client request is
+    /// still in flight past its time limit.
+    pub fn ticked(&self) {
+        let Some(now) = self.now else { return };
+        let overdue = self.flights.overdue(now, REQUEST_TIMEOUT_MS);
+        if let Some((upstream_id, flight)) = overdue.first() {
+            panic!(
+                "at {now} ms the client request {} (upstream id {upstream_id}, up since {} ms) is still in flight past its time limit of {REQUEST_TIMEOUT_MS} ms",
+                flight.client_id,
+                flight.since.unwrap_or_default()
+            );
         }
     }
 
     /// The client wrote `bytes`.
     pub(crate) fn client_wrote(&mut self, bytes: &[u8]) {
+        self.upstream_step = false;
+        self.read_from = self.client_line + 1;
+        self.asks.client_read_begins();
         for line in self.client_lines.feed(bytes) {
             self.client_line += 1;
             let number = self.client_line;
-            let Some(m) = valid_message(&line, self.max_bytes) else {
+            let valid = valid_message(&line, self.max_bytes);
+            let answers = match &valid {
+                Some(m) if m.contains_key("method") => None,
+                Some(m) => m.get("id").and_then(Value::as_i64),
+                None => answer_id(&line),
+            };
+            if let Some(id) = answers {
+                let answer = valid.as_ref().map(|m| without(m, &["id"]));
+                self.asks.client_answers(number, id, answer);
+            }
+            let Some(m) = valid else {
                 continue;
             };
             match (m.get("id"), m.get("method")) {
@@ -260,8 +361,11 @@ impl Oracle {
             !self.late_answer_lines.contains(&line),
             "line {line}, an answer to a request the upstream cancelled, was refused as invalid"
         );
+        self.refused_lines.insert(line);
+        self.asks.client_refused(line);
         if self.closes_on_invalid && self.invalid_line.is_none() {
             self.invalid_line = Some(line);
+            self.asks.drained();
         }
     }
 
@@ -320,6 +424,7 @@ impl Oracle {
     pub(crate) fn step_begins(&mut self) {
         self.step_forwarded = 0;
         self.step_refused.clear();
+        self.upstream_step = true;
     }
 
     /// After an upstream step that wrote one request under `id`, with the
@@ -399,22 +504,36 @@ impl Oracle {
                 show(line)
             );
         };
-        let wanted = without(&m, &["id"]);
-        let found = self.client_sent.iter().enumerate().find(|(i, c)| {
-            !self.forwarded.contains(i)
-                && !self.withheld.contains(i)
-                && c.contains_key("id")
-                && without(c, &["id"]) == wanted
-        });
-        let Some((index, client)) = found else {
+        let Some(index) = self.frame_asking(&m) else {
             panic!(
                 "a call held back that no valid client frame asked for: {}",
                 show(line)
             );
         };
-        let id = client["id"].to_string();
+        let id = self.client_sent[index]["id"].clone();
         self.withheld.insert(index);
-        self.denial_owed.insert(id);
+        // In flight until the wrapper, told of the failure, answers it.
+        let upstream_id = m.get("id").and_then(Value::as_i64).unwrap_or_default();
+        self.flights.went_up(upstream_id, id.clone(), self.now);
+        self.denial_owed.insert(id.to_string());
+    }
+
+    /// The first valid client frame not yet forwarded, held back, refused
+    /// or answered by the wrapper whose message is `m` but for its id, with
+    /// an id exactly when `m` has one: frames are judged in order, so the
+    /// frame a line went up for is the first of its kind still waiting.
+    fn frame_asking(&self, m: &Map<String, Value>) -> Option<usize> {
+        let wanted = without(m, &["id"]);
+        let has_id = m.contains_key("id");
+        (0..self.client_sent.len()).find(|i| {
+            let c = &self.client_sent[*i];
+            !self.forwarded.contains(i)
+                && !self.withheld.contains(i)
+                && !self.answered_here.contains(i)
+                && !self.refused_lines.contains(&self.client_sent_lines[*i])
+                && c.contains_key("id") == has_id
+                && without(c, &["id"]) == wanted
+        })
     }
 
     /// Judge one line the upstream received; `with_intent` when it came
@@ -462,20 +581,13 @@ impl Oracle {
                         "the upstream received id {n} twice"
                     );
                 }
-                let wanted = without(&m, &["id"]);
-                let found = self.client_sent.iter().enumerate().find(|(i, c)| {
-                    !self.forwarded.contains(i)
-                        && !self.withheld.contains(i)
-                        && c.contains_key("id") == id.is_some()
-                        && without(c, &["id"]) == wanted
-                });
-                let Some((index, client)) = found else {
+                let Some(index) = self.frame_asking(&m) else {
                     panic!(
                         "the upstream received a message no valid client frame asked for: {}",
                         show(line)
                     );
                 };
-                let client = client.clone();
+                let client = self.client_sent[index].clone();
                 if let Some(invalid) = self.invalid_line {
                     assert!(
                         self.client_sent_lines[index] < invalid,
@@ -485,6 +597,9 @@ impl Oracle {
                     );
                 }
                 self.forwarded.insert(index);
+                if let Some(n) = id.and_then(Value::as_i64) {
+                    self.flights.went_up(n, client["id"].clone(), self.now);
+                }
                 if method == Some("tools/call") {
                     self.judge_call(&client, line);
                 }
@@ -515,6 +630,16 @@ impl Oracle {
                     .and_then(|e| e.get("code"))
                     .and_then(Value::as_i64);
                 let ours = matches!(code, Some(-32601 | -32600 | -32603));
+                if self.upstream_step {
+                    // Refused as it was read: with -32603 only for want of
+                    // room (the session is not closing, and a harness session
+                    // is far from the wrapper's 100,000 request ids).
+                    if code == Some(-32603) && self.invalid_line.is_none() {
+                        self.asks.assert_full(&key);
+                    }
+                } else {
+                    self.asks.answer_went_up(&answer);
+                }
                 if ours {
                     self.step_refused.insert(key);
                 }
@@ -539,46 +664,70 @@ impl Oracle {
         }
     }
 
-    fn judge_cancel(&self, m: &Map<String, Value>, line: &[u8]) {
+    /// A cancellation the upstream received. Of a request in flight, it is
+    /// the client's cancellation of that very request (its id for it),
+    /// under the upstream id it went up with; of any other, the wrapper's
+    /// own, for a request it has just answered.
+    fn judge_cancel(&mut self, m: &Map<String, Value>, line: &[u8]) {
         let target = m
             .get("params")
             .and_then(|p| p.get("requestId"))
             .and_then(Value::as_i64);
-        assert!(
-            target.is_some_and(|n| self.upstream_ids_received.contains(&n)),
-            "the upstream was told to cancel a request it never received: {}",
-            show(line)
-        );
+        let Some(target) = target.filter(|n| self.upstream_ids_received.contains(n)) else {
+            panic!(
+                "the upstream was told to cancel a request it never received: {}",
+                show(line)
+            );
+        };
         let params = cancel_params(m);
+        if let Some(flight) = self.flights.cancelled(target) {
+            let from_client = self.client_sent.iter().any(|c| {
+                c.get("method") == Some(&Value::from("notifications/cancelled"))
+                    && c.get("params")
+                        .and_then(|p| p.get("requestId"))
+                        .is_some_and(|id| *id == flight.client_id)
+                    && cancel_params(c) == params
+            });
+            assert!(
+                from_client,
+                "the upstream was told to cancel {target} (the client's {}), which the client never cancelled: {}",
+                flight.client_id,
+                show(line)
+            );
+            return;
+        }
         let reason = params.as_ref().and_then(|p| p.get("reason"));
-        let timed_out = reason == Some(&Value::from("timed out"))
-            || self.invalid_line.is_some()
-                && reason == Some(&Value::from("the session is closing"));
-        let from_client = self.client_sent.iter().any(|c| {
-            c.get("method") == Some(&Value::from("notifications/cancelled"))
-                && cancel_params(c) == params
-        });
+        let timed_out = reason == Some(&Value::from("timed out"));
+        let closing =
+            self.invalid_line.is_some() && reason == Some(&Value::from("the session is closing"));
+        let ended_here = self.ended_here.remove(&target);
         assert!(
-            timed_out || from_client,
-            "a cancellation no client sent: {}",
+            (timed_out || closing) && ended_here.is_some(),
+            "the upstream was told to cancel {target}, not in flight, and not a request the wrapper just answered for want of time: {}",
             show(line)
         );
+        if timed_out && let (Some(now), Some(Some(since))) = (self.now, ended_here) {
+            assert!(
+                since.saturating_add(REQUEST_TIMEOUT_MS) <= now,
+                "the upstream was told {target} timed out at {now} ms, though it went up at {since} ms and its time limit is {REQUEST_TIMEOUT_MS} ms: {}",
+                show(line)
+            );
+        }
     }
 
     fn judge_call(&self, client: &Map<String, Value>, line: &[u8]) {
         let params = &client["params"];
         let name = params["name"].as_str().expect("a tools/call names a tool");
-        let Some((first, shown)) = self.first_shown.get(name) else {
+        let Some(shown) = self.first_shown.get(name) else {
             panic!(
                 "tools/call {name:?} reached the upstream but the client was never shown it: {}",
                 show(line)
             );
         };
         if let Some(latest) = self.latest.get(name) {
-            assert_eq!(
-                latest,
-                first,
-                "tools/call {name:?} reached the upstream after its definition changed (rug pull): {}",
+            assert!(
+                self.trust.matches_pin(latest),
+                "tools/call {name:?} reached the upstream though its latest listing does not match its pin (rug pull): {}",
                 show(line)
             );
         }
@@ -648,7 +797,9 @@ impl Oracle {
                     show(line)
                 );
                 asked.answered = true;
+                let asked = *asked;
                 let asked_on = asked.line;
+                self.request_ended(&m, &asked, id);
                 let held_back = asked.call
                     && !self.forwarded.contains(&asked.index)
                     && self.told_after_line.is_some_and(|told| asked_on > told);
@@ -670,7 +821,9 @@ impl Oracle {
                         self.invalid_answered(invalid, line);
                     }
                 }
-                self.judge_answer(&m, line);
+                let listing =
+                    self.client_sent[asked.index].get("method") == Some(&Value::from("tools/list"));
+                self.judge_answer(&m, listing, line);
             }
             (None, None) => {
                 assert!(
@@ -688,6 +841,9 @@ impl Oracle {
             }
             (Some(_), Some(id)) => {
                 self.step_forwarded += 1;
+                self.asks.asked(id.as_i64().unwrap_or_else(|| {
+                    panic!("the client was asked under a string id: {}", show(line))
+                }));
                 assert!(
                     self.client_asked.insert(id.to_string()),
                     "the client was asked twice with id {id}"
@@ -709,6 +865,9 @@ impl Oracle {
                     self.told_cancelled
                         .insert(id.to_string(), self.told_cancelled_count);
                     self.told_cancelled_count += 1;
+                    if let Some(n) = id.as_i64() {
+                        self.asks.cancelled(n);
+                    }
                 }
                 let from_upstream = self.upstream_sent.iter().any(|u| {
                     !u.contains_key("id")
@@ -728,6 +887,67 @@ impl Oracle {
         }
     }
 
+    /// The client received `m`, the answer to its request `asked` (id
+    /// `key`): a request in flight has ended; one never forwarded was
+    /// answered by the wrapper, and with -32603 only for want of room.
+    fn request_ended(&mut self, m: &Map<String, Value>, asked: &Asked, key: &Value) {
+        let code = m
+            .get("error")
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_i64);
+        if let Some((upstream_id, flight)) = self.flights.answered(key) {
+            if code == Some(-32603) {
+                self.ended_here.insert(upstream_id, flight.since);
+            }
+            return;
+        }
+        let index = asked.index;
+        if self.forwarded.contains(&index) || self.withheld.contains(&index) {
+            return;
+        }
+        self.answered_here.insert(index);
+        if code == Some(-32603) && !self.refused_lines.contains(&asked.line) {
+            let taken_back = self.calls_taken_back_before(asked.line);
+            assert!(
+                self.flights.len() + taken_back >= self.flights.cap(),
+                "the request {key} on line {} was refused with -32603 while {} requests were in flight (the cap is {})",
+                asked.line,
+                self.flights.len() + taken_back,
+                self.flights.cap()
+            );
+        }
+    }
+
+    /// Calls of the client's latest read before `line` that may have taken
+    /// room and been taken back since, unseen: a call not forwarded, held
+    /// back, refused or answered, cancelled later in the same read.
+    fn calls_taken_back_before(&self, line: u64) -> usize {
+        let in_read = |at: u64| at >= self.read_from && at <= self.client_line;
+        let cancelled: HashSet<String> = self
+            .client_sent
+            .iter()
+            .zip(&self.client_sent_lines)
+            .filter(|(c, at)| {
+                in_read(**at) && c.get("method") == Some(&Value::from("notifications/cancelled"))
+            })
+            .filter_map(|(c, _)| c.get("params")?.get("requestId").map(Value::to_string))
+            .collect();
+        (0..self.client_sent.len())
+            .filter(|i| {
+                let (c, at) = (&self.client_sent[*i], self.client_sent_lines[*i]);
+                in_read(at)
+                    && at < line
+                    && c.get("method") == Some(&Value::from("tools/call"))
+                    && c.get("id")
+                        .is_some_and(|id| cancelled.contains(&id.to_string()))
+                    && !self.forwarded.contains(i)
+                    && !self.withheld.contains(i)
+                    && !self.answered_here.contains(i)
+                    && !self.refused_lines.contains(&at)
+            })
+            .count()
+    }
+
     /// The error frame for the invalid frame on `invalid`: it comes after
     /// every request before it is answered, and nothing comes after it.
     fn invalid_answered(&mut self, invalid: u64, line: &[u8]) {
@@ -738,7 +958,20 @@ impl Oracle {
         self.final_written = true;
     }
 
-    fn judge_answer(&mut self, m: &Map<String, Value>, line: &[u8]) {
+    /// Judge an answer the client received; `listing` when it answers a
+    /// `tools/list`.
+    fn judge_answer(&mut self, m: &Map<String, Value>, listing: bool, line: &[u8]) {
+        if listing
+            && let Some(tools) = m
+                .get("result")
+                .and_then(|r| r.get("tools"))
+                .and_then(Value::as_array)
+        {
+            let complete = !m["result"]
+                .as_object()
+                .is_some_and(|r| r.contains_key("nextCursor"));
+            self.trust.shown(tools, complete, &show(line));
+        }
         let sent = &self.upstream_sent;
         let answers = |key: &'static str| {
             sent.iter()
@@ -778,9 +1011,7 @@ impl Oracle {
             let tools = tools.clone();
             for tool in &tools {
                 let name = tool["name"].as_str().unwrap_or_default().to_owned();
-                self.first_shown
-                    .entry(name)
-                    .or_insert_with(|| (normalized(tool), tool.clone()));
+                self.first_shown.entry(name).or_insert_with(|| tool.clone());
             }
             return;
         }
