@@ -46,6 +46,7 @@
 pub mod journal;
 pub mod ops;
 pub mod oracle;
+pub mod schemas;
 
 use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
@@ -75,7 +76,39 @@ pub fn wrap_session(data: &[u8]) {
         .into_iter()
         .enumerate()
     {
-        run_with_journal(&ops, mode, journal_fails_at(data, nth));
+        let trust = if mode == OnInvalid::KeepOpen {
+            trust_of(data)
+        } else {
+            Trust::FirstUse
+        };
+        run_trusting(&ops, mode, journal_fails_at(data, nth), trust);
+    }
+}
+
+/// What a session starts trusting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// No pins file: the first complete listing is pinned.
+    FirstUse,
+    /// A pins file holding `echo` (the first of [`ops::tool_defs`]) and
+    /// `add`.
+    PinsFile,
+    /// A pins file holding `echo`, and the policy's `[wrap] tools`
+    /// allowing `add`.
+    PinsFileAndAllowlist,
+}
+
+/// The trust of an input's keep-open run, as its third-last byte chooses.
+pub fn trust_of(data: &[u8]) -> Trust {
+    match data
+        .len()
+        .checked_sub(3)
+        .and_then(|at| data.get(at))
+        .map(|b| b % 3)
+    {
+        Some(1) => Trust::PinsFile,
+        Some(2) => Trust::PinsFileAndAllowlist,
+        _ => Trust::FirstUse,
     }
 }
 
@@ -295,12 +328,45 @@ pub fn run(ops: &[Op], mode: OnInvalid) -> Reached {
 /// [`run`], with the journal failing at its `journal_fails_at`th write
 /// (0: the session's first record).
 pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<usize>) -> Reached {
+    run_trusting(ops, mode, journal_fails_at, Trust::FirstUse)
+}
+
+/// [`run_with_journal`], the session starting with `trust`.
+pub fn run_trusting(
+    ops: &[Op],
+    mode: OnInvalid,
+    journal_fails_at: Option<usize>,
+    trust: Trust,
+) -> Reached {
+    let defs = ops::tool_defs();
+    let (pinned, allowed): (Vec<serde_json::Value>, Vec<&str>) = match trust {
+        Trust::FirstUse => (Vec::new(), Vec::new()),
+        Trust::PinsFile => (vec![defs[0].clone(), defs[3].clone()], Vec::new()),
+        Trust::PinsFileAndAllowlist => (vec![defs[0].clone()], vec!["add"]),
+    };
     let mut config = Config::default();
+    if trust != Trust::FirstUse {
+        config.pins = Some(
+            pinned
+                .iter()
+                .filter_map(|d| {
+                    Some((
+                        d["name"].as_str()?.to_owned(),
+                        portcullis_wrap::Pin::of(d.as_object()?),
+                    ))
+                })
+                .collect(),
+        );
+    }
+    if !allowed.is_empty() {
+        config.allowed_tools = Some(allowed.iter().map(|n| (*n).to_owned()).collect());
+    }
     config.limits.max_frame_bytes = MAX_FRAME_BYTES;
     config.on_invalid = mode;
     config.max_in_flight = MAX_IN_FLIGHT;
     config.request_timeout_ms = REQUEST_TIMEOUT_MS;
     config.grace_ms = GRACE_MS;
+    config.compile_schema = schemas::compile;
     let mut wrap = Wrap::new(config);
     let mut run = Run {
         mode,
@@ -319,15 +385,29 @@ pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<us
         closed: false,
         reached: Reached::default(),
     };
+    if trust != Trust::FirstUse {
+        run.oracle.held_to_pins(&pinned);
+    }
+    if !allowed.is_empty() {
+        run.oracle.allowing(&allowed);
+    }
     // The session's first record.
     if !run.journal_write() {
         run.tell_core(&mut wrap, vec![None]);
     }
     let mut now = 0u64;
     for op in ops {
+        if let Op::Tick(ms) = op {
+            run.oracle.clock(now + u64::from(*ms));
+        } else {
+            run.oracle.clock(now);
+        }
         match op {
+            // Once the session has ended no one reads either side: the
+            // core still gets every write (it must write nothing more), the
+            // oracle no longer judges them.
             Op::Client(bytes) => {
-                if !run.client_ended {
+                if !run.client_ended && !run.closed {
                     run.oracle.client_wrote(bytes);
                 }
                 let effects = wrap.from_client(bytes, now);
@@ -336,7 +416,9 @@ pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<us
             Op::Upstream(write) => {
                 let bytes = run.upstream.bytes(write);
                 let effects = wrap.from_upstream(&bytes, now);
-                run.oracle.upstream_wrote(&bytes, answers_a_list(&effects));
+                if !run.closed {
+                    run.oracle.upstream_wrote(&bytes, answers_a_list(&effects));
+                }
                 run.oracle.step_begins();
                 // A request judged alone: one that finishes a line begun
                 // earlier is not one message.
@@ -357,6 +439,7 @@ pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<us
                 run.now = now;
                 let effects = wrap.tick(now);
                 run.take(&mut wrap, effects);
+                run.oracle.ticked();
             }
             Op::ClientEof => {
                 run.client_ended = true;
@@ -387,8 +470,10 @@ pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<us
     let counters = wrap.counters().clone();
     let end = now.saturating_add(PAST_EVERY_DEADLINE_MS);
     run.now = end;
+    run.oracle.clock(end);
     let effects = wrap.tick(end);
     run.take(&mut wrap, effects);
+    run.oracle.ticked();
     run.oracle.finish();
     // The driver's end: only records and notices, and every intent settled.
     let last = wrap.finish(end);
@@ -414,10 +499,48 @@ pub fn run_with_journal(ops: &[Op], mode: OnInvalid, journal_fails_at: Option<us
     reached
 }
 
+/// Whether the wrapper answered a `tools/list` in `effects`: a line to the
+/// client whose `result` has a `tools` array.
 fn answers_a_list(effects: &[Effect]) -> bool {
     effects.iter().any(|e| match e {
-        Effect::ToClient(line) => serde_json::from_slice::<serde_json::Value>(line.as_bytes())
-            .is_ok_and(|v| v["result"]["tools"].is_array()),
+        Effect::ToClient(line) => may_name_tools(line.as_bytes()) && lists_tools(line.as_bytes()),
         _ => false,
     })
+}
+
+/// A line without `tools` and without a `\u` escape cannot have a member
+/// named `tools`; the others are read.
+fn may_name_tools(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"tools").is_some() || memchr::memmem::find(line, b"\\u").is_some()
+}
+
+fn lists_tools(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|v| v["result"]["tools"].is_array())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lists_tools, may_name_tools};
+
+    /// The cheap look at a line to the client never skips one that lists
+    /// tools, however its key is spelled, and skips those that cannot.
+    #[test]
+    fn a_line_that_lists_tools_is_always_read() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"\u0074ools":[{"name":"echo"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"t\u006f\u006fl\u0073":[]}}"#,
+        ] {
+            assert!(
+                may_name_tools(line.as_bytes()) && lists_tools(line.as_bytes()),
+                "{line}"
+            );
+        }
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"to"}]}}"#,
+        ] {
+            assert!(!may_name_tools(line.as_bytes()), "{line}");
+        }
+    }
 }

@@ -5,8 +5,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use portcullis_gateway::policy::{DEFAULT_WRAP_REQUEST_TIMEOUT, ServerSettings, WrapSettings};
+use portcullis_gateway::schema::ToolSchema;
 use portcullis_gateway::{OnInvalid, Policy};
 use portcullis_wire::Limits;
+use serde_json::Value;
 
 use crate::pin::Pins;
 
@@ -23,6 +25,9 @@ pub const DEFAULT_GRACE_MS: u64 = 5_000;
 /// times `max_frame_bytes` (serialized): one complete `tools/list` is one
 /// frame, so every honest listing fits.
 pub const SCHEMA_BYTES_PER_FRAME: usize = 2;
+
+/// How the tool gate compiles a tool's input schema.
+pub type SchemaCompiler = fn(Value) -> Result<ToolSchema, String>;
 
 /// Settings of one wrap session.
 #[derive(Debug, Clone)]
@@ -53,6 +58,11 @@ pub struct Config {
     /// the upstream has to answer the requests accepted before it, in
     /// milliseconds.
     pub grace_ms: u64,
+    /// How the tool gate compiles an input schema:
+    /// [`ToolSchema::compile_untrusted`]. A fuzz harness running thousands
+    /// of sessions a second passes one that reuses its earlier compilations
+    /// of the same schema, with the same outcome.
+    pub compile_schema: SchemaCompiler,
 }
 
 impl Default for Config {
@@ -108,6 +118,7 @@ impl Config {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             max_tools: DEFAULT_MAX_TOOLS,
             grace_ms: DEFAULT_GRACE_MS,
+            compile_schema: ToolSchema::compile_untrusted,
         }
     }
 }

@@ -233,7 +233,8 @@ impl Wrap {
                     .limits
                     .max_frame_bytes
                     .saturating_mul(crate::config::SCHEMA_BYTES_PER_FRAME),
-            ),
+            )
+            .compiling_with(config.compile_schema),
             ended_requests: Recent::new(config.max_in_flight),
             cancelled_asks: Recent::new(config.max_in_flight),
             upstream_prefix: LinePrefix::default(),

@@ -31,6 +31,7 @@ use std::fmt::Write as _;
 use portcullis_gateway::schema::{CompileCost, ToolSchema};
 use serde_json::{Map, Value};
 
+use crate::config::SchemaCompiler;
 use crate::effect::AuditRecord;
 use crate::pin::{Pin, Pins};
 
@@ -172,6 +173,7 @@ pub(crate) struct ToolTable {
     /// ([`BASE_COMPILED_BYTES`] plus the byte cap).
     compiled_bytes: usize,
     max_compiled_bytes: usize,
+    compile: SchemaCompiler,
 }
 
 /// A `tools/list` result with the tools the client may see, and what
@@ -200,7 +202,13 @@ impl ToolTable {
             pulled: BTreeSet::new(),
             allowlist,
             max_tools,
+            compile: ToolSchema::compile_untrusted,
         }
+    }
+
+    /// The same table, compiling input schemas with `compile`.
+    pub(crate) fn compiling_with(self, compile: SchemaCompiler) -> Self {
+        Self { compile, ..self }
     }
 
     pub(crate) fn schema_bytes(&self) -> usize {
@@ -346,7 +354,7 @@ impl ToolTable {
             ));
             return false;
         }
-        match ToolSchema::compile_untrusted(schema.clone()) {
+        match (self.compile)(schema.clone()) {
             Ok(schema) => {
                 self.schema_bytes += bytes;
                 self.compiled_bytes += cost.bytes;
@@ -665,5 +673,15 @@ mod tests {
             t.compiled_bytes,
             t.max_compiled_bytes
         );
+    }
+
+    /// The table compiles with the compiler it is given: its refusal is
+    /// the tool's.
+    #[test]
+    fn the_table_compiles_with_the_compiler_it_is_given() {
+        let mut t = table().compiling_with(|_| Err("refused by this compiler".into()));
+        let (shown, withheld) = list(&mut t, vec![ordinary("t")]);
+        assert!(shown.is_empty(), "{shown:?}");
+        assert_eq!(withheld, ["unusable inputSchema: refused by this compiler"]);
     }
 }
