@@ -26,6 +26,18 @@
 //! - nothing is written after the session's end, and once the clock passes
 //!   every deadline (the harness ends each run so), every client request
 //!   that reached the upstream has been answered;
+//! - the in-flight caps hold exactly, in both directions: a client request
+//!   over the cap is refused, never forwarded, and an upstream request over
+//!   it is answered with an error, never shown; a cancellation reaches the
+//!   upstream only for a request it has in flight, under the id that
+//!   request went up with (never the client's own);
+//! - trust: every tool shown matches its pin; a pinned tool is callable
+//!   only once this session's listing has shown it; trust on first use
+//!   pins the first complete listing and then closes. Keep-open runs start
+//!   with no pins file, with a pins file, or with a pins file and a policy
+//!   allowlist, as the input's third-last byte chooses;
+//! - at each clock tick, no client request is still in flight past its
+//!   time limit;
 //! - memory stays bounded: buffered bytes by the frame cap, id tables and
 //!   the memory of requests that ended unanswered by the in-flight cap,
 //!   kept schemas by twice the frame cap, whatever the session's length;

@@ -132,6 +132,17 @@ fn without(message: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
 /// The integer id of a line that may be a response, read leniently (any
 /// JSON object with an integer `id` and no `method`): whatever the wrapper
 /// may take for an answer, and more.
+/// The id of a line that is a JSON object, when it is a string or an
+/// integer: what an error for the line may carry.
+fn readable_id(line: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    match value.as_object()?.get("id")? {
+        id @ Value::String(_) => Some(id.to_string()),
+        id @ Value::Number(n) if n.is_i64() || n.is_u64() => Some(id.to_string()),
+        _ => None,
+    }
+}
+
 fn answer_id(line: &[u8]) -> Option<i64> {
     let value: Value = serde_json::from_slice(line).ok()?;
     let object = value.as_object()?;
@@ -239,6 +250,12 @@ pub struct Oracle {
     answered_here: HashSet<usize>,
     /// Client lines the wrapper refused (its audit records).
     refused_lines: HashSet<u64>,
+    /// The id of each client line that is not a request and has one the
+    /// oracle can read (an object's `id`, a string or an integer), by line:
+    /// the error refusing such a line may carry it.
+    invalid_ids: HashMap<u64, String>,
+    /// Ids carried by errors for refused lines: an id is answered once.
+    echoed_ids: HashSet<String>,
     /// The first line of the client's latest read.
     read_from: u64,
     /// The effects being judged are those of an upstream read.
@@ -307,6 +324,13 @@ impl Oracle {
             self.client_line += 1;
             let number = self.client_line;
             let valid = valid_message(&line, self.max_bytes);
+            // A line that is not a request (an answer, or invalid) may be
+            // refused with an error under its id.
+            if valid.as_ref().is_none_or(|m| !m.contains_key("method"))
+                && let Some(id) = readable_id(&line)
+            {
+                self.invalid_ids.insert(number, id);
+            }
             let answers = match &valid {
                 Some(m) if m.contains_key("method") => None,
                 Some(m) => m.get("id").and_then(Value::as_i64),
@@ -781,6 +805,9 @@ impl Oracle {
             .unwrap_or_else(|| panic!("the client received an invalid message: {}", show(line)));
         let method = m.get("method").and_then(Value::as_str);
         match (method, m.get("id")) {
+            (None, Some(id)) if !self.client_requests.contains_key(&id.to_string()) => {
+                self.refusal_answered(&m, &id.to_string(), line);
+            }
             (None, Some(id)) => {
                 let asked = self
                     .client_requests
@@ -950,6 +977,44 @@ impl Oracle {
 
     /// The error frame for the invalid frame on `invalid`: it comes after
     /// every request before it is answered, and nothing comes after it.
+    /// The client received `m`, an answer under `id`, which no request of
+    /// the client's carries: it must be the error for a refused line with
+    /// that id, the first answer under it.
+    fn refusal_answered(&mut self, m: &Map<String, Value>, id: &str, line: &[u8]) {
+        let refused = self
+            .refused_lines
+            .iter()
+            .filter(|l| self.invalid_ids.get(l).is_some_and(|i| i == id))
+            .min()
+            .copied()
+            .unwrap_or_else(|| {
+                panic!(
+                    "the client received an answer to a request it never sent: {}",
+                    show(line)
+                )
+            });
+        assert!(
+            m.contains_key("error") && !m.contains_key("result"),
+            "a refused line was answered with other than an error: {}",
+            show(line)
+        );
+        assert!(
+            self.echoed_ids.insert(id.to_owned()),
+            "the client received a second answer for id {id}: {}",
+            show(line)
+        );
+        if let Some(invalid) = self.invalid_line {
+            assert!(
+                refused <= invalid,
+                "the refused line {refused}, after the invalid line {invalid}, was answered: {}",
+                show(line)
+            );
+            if refused == invalid {
+                self.invalid_answered(invalid, line);
+            }
+        }
+    }
+
     fn invalid_answered(&mut self, invalid: u64, line: &[u8]) {
         self.assert_answered_before(
             invalid,
