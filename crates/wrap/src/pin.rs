@@ -176,6 +176,26 @@ mod tests {
         assert_eq!(Pin::of(&base), Pin::of(&titled));
     }
 
+    /// A pin reads back only from its own form: `sha256:`, then 64
+    /// lowercase hex digits; it shows as that form, and debugs as a prefix.
+    #[test]
+    fn a_pin_parses_only_from_its_own_form_and_shows_as_it() {
+        let pin = Pin([0xab; 32]);
+        let text = pin.to_text();
+        assert_eq!(text, format!("sha256:{}", "ab".repeat(32)));
+        assert_eq!(Pin::parse(&text), Some(pin));
+        assert_eq!(format!("{pin}"), text);
+        assert_eq!(format!("{pin:?}"), "Pin(abababababababab)");
+        for bad in [
+            format!("sha256:{}", "AB".repeat(32)),
+            format!("sha256:{}", "ab".repeat(31)),
+            format!("sha256:{}a", "ab".repeat(32)),
+            "ab".repeat(32),
+        ] {
+            assert_eq!(Pin::parse(&bad), None, "{bad}");
+        }
+    }
+
     #[test]
     fn the_pin_is_the_sha256_of_the_rfc8785_form() {
         // RFC 8785 §3.2.3 sorts by UTF-16 code units and writes 1e2 as 100.

@@ -448,6 +448,7 @@ fn withheld(tool: &str, reason: &str) -> AuditRecord {
 
 #[cfg(test)]
 mod tests {
+    use portcullis_gateway::schema::TEXT_FACTOR;
     use serde_json::json;
 
     use super::*;
@@ -513,6 +514,162 @@ mod tests {
     fn a_short_plain_name_is_shown_as_it_is() {
         assert_eq!(bounded_name("get_weather"), "get_weather");
         assert_eq!(bounded_name("wetter_für_köln"), "wetter_für_köln");
+    }
+
+    /// The space is the one separator that shows as itself; a no-break or
+    /// em space looks like it and is escaped.
+    #[test]
+    fn a_space_shows_and_other_spaces_are_escaped() {
+        assert_eq!(bounded_name("get weather"), "get weather");
+        assert_eq!(bounded_name("get\u{a0}weather"), "get\\u{a0}weather");
+        assert_eq!(bounded_name("get\u{2003}weather"), "get\\u{2003}weather");
+    }
+
+    /// The bytes the table reports are those of the schemas it keeps, so
+    /// the session's memory bound is judged on what is really held.
+    #[test]
+    fn the_schema_bytes_are_those_of_the_schemas_kept() {
+        let mut t = table();
+        let tools = [ordinary("a"), ordinary("b")];
+        let expected: usize = tools
+            .iter()
+            .map(|t| t["inputSchema"].to_string().len())
+            .sum();
+        let (shown, _) = list(&mut t, tools.to_vec());
+        assert_eq!(shown, ["a", "b"]);
+        assert_eq!(t.schema_bytes(), expected);
+    }
+
+    /// Schemas that fill the byte budget exactly are kept; one byte less
+    /// of budget withholds the last.
+    #[test]
+    fn the_schema_byte_budget_is_reached_but_not_passed() {
+        let tools = [ordinary("a"), ordinary("b")];
+        let bytes: usize = tools
+            .iter()
+            .map(|t| t["inputSchema"].to_string().len())
+            .sum();
+        let mut exact = ToolTable::new(None, None, 4096, bytes);
+        let (shown, withheld) = list(&mut exact, tools.to_vec());
+        assert_eq!(shown, ["a", "b"], "{withheld:?}");
+        let mut short = ToolTable::new(None, None, 4096, bytes - 1);
+        let (shown, withheld) = list(&mut short, tools.to_vec());
+        assert_eq!(shown, ["a"]);
+        assert_eq!(withheld, ["the tool schemas kept exceed their byte budget"]);
+    }
+
+    /// A tool whose definition changed under its pin lets go of what its
+    /// schema held, compiled and as text.
+    #[test]
+    fn a_pulled_tool_gives_back_its_schema_budget() {
+        let mut t = table();
+        let (shown, _) = list(&mut t, vec![ordinary("a")]);
+        assert_eq!(shown, ["a"]);
+        assert!(t.schema_bytes() > 0 && t.compiled_bytes > 0);
+        let mut changed = ordinary("a");
+        changed["description"] = json!("now something else");
+        let (shown, _) = list(&mut t, vec![changed]);
+        assert!(shown.is_empty());
+        assert_eq!((t.schema_bytes(), t.compiled_bytes), (0, 0));
+    }
+
+    /// The limits per tool are reached but not passed: a schema of
+    /// exactly the node or the pattern limit is kept (scalars for the
+    /// nodes, the cheapest to compile, so no other limit binds first).
+    #[test]
+    fn a_schema_at_a_limit_per_tool_is_kept() {
+        let values: Vec<usize> = (0..MAX_SCHEMA_NODES - 5).collect();
+        let nodes = json!({"type": "object", "properties": {"p": {"enum": values}}});
+        assert_eq!(CompileCost::of(&nodes).nodes, MAX_SCHEMA_NODES);
+        let (shown, withheld) = list(&mut table(), vec![tool("nodes", nodes)]);
+        assert_eq!(shown, ["nodes"], "{withheld:?}");
+        let patterns = properties(
+            MAX_SCHEMA_PATTERNS,
+            |i| json!({"type": "string", "pattern": format!("^a{i}$")}),
+        );
+        assert_eq!(CompileCost::of(&patterns).patterns, MAX_SCHEMA_PATTERNS);
+        let (shown, withheld) = list(&mut table(), vec![tool("patterns", patterns)]);
+        assert_eq!(shown, ["patterns"], "{withheld:?}");
+    }
+
+    /// A schema whose estimated compiled size is exactly `bytes`, and one
+    /// six bytes over: a long description, its length tuned after enough
+    /// empty properties make the rest a multiple of six.
+    fn schema_compiling_to(bytes: usize) -> (Value, Value) {
+        let with = |properties: usize, description: usize| {
+            let mut schema = self::properties(properties, |_| json!({}));
+            schema["description"] = json!("d".repeat(description));
+            schema
+        };
+        let properties = (0..6)
+            .find(|&p| (bytes - CompileCost::of(&with(p, 0)).bytes).is_multiple_of(TEXT_FACTOR))
+            .expect("some count of properties leaves a multiple of six");
+        let length = (bytes - CompileCost::of(&with(properties, 0)).bytes) / TEXT_FACTOR;
+        (with(properties, length), with(properties, length + 1))
+    }
+
+    /// The compiled-size limit of one tool is reached but not passed.
+    #[test]
+    fn a_schema_compiling_to_exactly_the_limit_of_one_tool_is_kept() {
+        let (at, over) = schema_compiling_to(MAX_SCHEMA_COMPILED_BYTES);
+        assert_eq!(CompileCost::of(&at).bytes, MAX_SCHEMA_COMPILED_BYTES);
+        let (shown, withheld) = list(&mut table(), vec![tool("at", at)]);
+        assert_eq!(shown, ["at"], "{withheld:?}");
+        let (shown, withheld) = list(&mut table(), vec![tool("over", over)]);
+        assert!(shown.is_empty());
+        assert!(
+            withheld[0].contains("past the limit of 8 MiB per tool"),
+            "{withheld:?}"
+        );
+    }
+
+    /// The compiled budget of a session is reached but not passed: tools
+    /// that fill it exactly are all kept, and with a byte less the last
+    /// is withheld.
+    #[test]
+    fn tools_compiling_to_exactly_the_session_budget_are_kept() {
+        let each = CompileCost::of(&ordinary("t")["inputSchema"]).bytes;
+        let count = BASE_COMPILED_BYTES / each + 8;
+        let total = count * each;
+        let tools: Vec<Value> = (0..count).map(|i| ordinary(&format!("t{i}"))).collect();
+        let text: usize = tools
+            .iter()
+            .map(|t| t["inputSchema"].to_string().len())
+            .sum();
+        // The budget is the base plus the schema byte cap, which must hold
+        // the text of every schema.
+        let cap = total - BASE_COMPILED_BYTES;
+        assert!(cap > text, "{cap} {text}");
+        let (shown, withheld) = list(&mut ToolTable::new(None, None, 4096, cap), tools.clone());
+        assert_eq!(shown.len(), count, "{withheld:?}");
+        let (shown, withheld) = list(&mut ToolTable::new(None, None, 4096, cap - 1), tools);
+        assert_eq!(shown.len(), count - 1);
+        assert!(
+            withheld[0].contains("would pass their budget"),
+            "{withheld:?}"
+        );
+    }
+
+    thread_local! {
+        static COMPILED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn counting(schema: Value) -> Result<ToolSchema, String> {
+        COMPILED.set(COMPILED.get() + 1);
+        ToolSchema::compile_untrusted(schema)
+    }
+
+    /// A tool listed again unchanged keeps its compiled schema: a server
+    /// that lists over and over makes the wrapper compile nothing more.
+    #[test]
+    fn a_tool_listed_again_unchanged_is_not_compiled_again() {
+        COMPILED.set(0);
+        let mut t = table().compiling_with(counting);
+        for _ in 0..3 {
+            let (shown, _) = list(&mut t, vec![ordinary("a"), ordinary("b")]);
+            assert_eq!(shown, ["a", "b"]);
+        }
+        assert_eq!(COMPILED.get(), 2);
     }
 
     #[test]
