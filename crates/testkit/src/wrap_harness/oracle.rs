@@ -326,9 +326,13 @@ impl Oracle {
             let valid = valid_message(&line, self.max_bytes);
             // A line that is not a request (an answer, or invalid) may be
             // refused with an error under its id.
-            if valid.as_ref().is_none_or(|m| !m.contains_key("method"))
-                && let Some(id) = readable_id(&line)
-            {
+            let id = match &valid {
+                Some(m) if m.contains_key("method") => None,
+                // valid_message admits only string and integer ids.
+                Some(m) => m.get("id").map(Value::to_string),
+                None => readable_id(&line),
+            };
+            if let Some(id) = id {
                 self.invalid_ids.insert(number, id);
             }
             let answers = match &valid {
@@ -838,16 +842,7 @@ impl Oracle {
                         show(line)
                     );
                 }
-                if let Some(invalid) = self.invalid_line {
-                    assert!(
-                        asked_on <= invalid,
-                        "the request {id} on line {asked_on}, after the invalid line {invalid}, was answered: {}",
-                        show(line)
-                    );
-                    if asked_on == invalid {
-                        self.invalid_answered(invalid, line);
-                    }
-                }
+                self.line_answered(asked_on, &format!("the request {id}"), line);
                 let listing =
                     self.client_sent[asked.index].get("method") == Some(&Value::from("tools/list"));
                 self.judge_answer(&m, listing, line);
@@ -1003,13 +998,19 @@ impl Oracle {
             "the client received a second answer for id {id}: {}",
             show(line)
         );
+        self.line_answered(refused, "the refused line", line);
+    }
+
+    /// Under close, a client line is answered only up to the invalid
+    /// line, and the answer to the invalid line itself is the last.
+    fn line_answered(&mut self, on: u64, what: &str, line: &[u8]) {
         if let Some(invalid) = self.invalid_line {
             assert!(
-                refused <= invalid,
-                "the refused line {refused}, after the invalid line {invalid}, was answered: {}",
+                on <= invalid,
+                "{what} on line {on}, after the invalid line {invalid}, was answered: {}",
                 show(line)
             );
-            if refused == invalid {
+            if on == invalid {
                 self.invalid_answered(invalid, line);
             }
         }
