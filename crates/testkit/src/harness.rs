@@ -599,6 +599,70 @@ fn unsafe_integer(value: &Value) -> Option<&serde_json::Number> {
     }
 }
 
+/// serde_json's lenient reading of `text` (later members replace earlier
+/// ones of the same key, as `serde_json::from_str::<Value>` has it) and
+/// whether any object at any depth repeats a key, in one pass; `None` if
+/// the text is not JSON. The same judgement as [`has_duplicate_keys`], for
+/// oracles that need the value too.
+pub fn value_and_duplicates(text: &str) -> Option<(Value, bool)> {
+    struct Reading<'a>(&'a std::cell::Cell<bool>);
+    impl<'de> de::DeserializeSeed<'de> for Reading<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Reading<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+            Ok(Value::Bool(b))
+        }
+        fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+        fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+        fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+            Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
+        }
+        fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+            Ok(Value::String(s.to_owned()))
+        }
+        fn visit_string<E>(self, s: String) -> Result<Value, E> {
+            Ok(Value::String(s))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element_seed(Reading(self.0))? {
+                items.push(item);
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut members = serde_json::Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let value = map.next_value_seed(Reading(self.0))?;
+                if members.insert(key, value).is_some() {
+                    self.0.set(true);
+                }
+            }
+            Ok(Value::Object(members))
+        }
+    }
+    let duplicates = std::cell::Cell::new(false);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = de::DeserializeSeed::deserialize(Reading(&duplicates), &mut de).ok()?;
+    de.end().ok()?;
+    Some((value, duplicates.get()))
+}
+
 /// Independent duplicate-key detector: `Some(true)` if any object at any
 /// depth repeats a key, `None` if the text is not JSON.
 pub fn has_duplicate_keys(text: &str) -> Option<bool> {

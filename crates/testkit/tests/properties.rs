@@ -249,3 +249,71 @@ fn four_bad_calls_then_a_good_one_keep_the_session() {
         check_model(&ops, mode);
     }
 }
+
+/// Texts over a small JSON alphabet, so that objects with repeated keys,
+/// nesting and near-misses come often.
+fn json_ish() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop::sample::select(vec![
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"a\"",
+            "\"b\"",
+            "\"\\u0061\"",
+            "1",
+            "-0",
+            "1e400",
+            "2.5",
+            "null",
+            "true",
+            " ",
+            "\"x\\ud800\"",
+        ]),
+        0..24,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 2048,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/properties.txt"
+        )))),
+        ..ProptestConfig::default()
+    })]
+
+    /// The one-pass reading the wrap oracle uses is serde_json's lenient
+    /// value and the separate duplicate detector's verdict.
+    #[test]
+    fn one_pass_reading_is_serde_json_and_the_duplicate_detector(text in json_ish()) {
+        let expected = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .map(|v| (v, portcullis_testkit::harness::has_duplicate_keys(&text).expect("JSON")));
+        prop_assert_eq!(portcullis_testkit::harness::value_and_duplicates(&text), expected);
+    }
+}
+
+#[test]
+fn one_pass_reading_sees_duplicates_at_any_depth() {
+    use portcullis_testkit::harness::value_and_duplicates;
+    use serde_json::json;
+    assert_eq!(
+        value_and_duplicates(r#"{"a":1,"\u0061":2}"#),
+        Some((json!({"a": 2}), true))
+    );
+    assert_eq!(
+        value_and_duplicates(r#"[{"b":[{"a":1,"a":1}]}]"#),
+        Some((json!([{"b": [{"a": 1}]}]), true))
+    );
+    assert_eq!(
+        value_and_duplicates(r#"{"a":{"a":1},"b":2}"#),
+        Some((json!({"a": {"a": 1}, "b": 2}), false))
+    );
+    assert_eq!(value_and_duplicates(r#"{"a":1} x"#), None);
+}

@@ -1,7 +1,7 @@
 //! The judge of a wrap session. It shares no code with the wrap core: it
 //! splits lines itself, parses them with serde_json (lenient, then its own
 //! checks: an object, `"jsonrpc":"2.0"`, a string or integer id, no
-//! duplicate keys via the independent detector in `harness`), and
+//! duplicate keys, judged in the same pass by `harness`'s reading), and
 //! validates tool arguments with `jsonschema` directly.
 //!
 //! Beyond what each line may be, it judges how a session ends and that no
@@ -50,7 +50,7 @@ use serde_json::{Map, Value};
 use self::in_flight::{ToClient, ToUpstream};
 use self::trust::Trust;
 use super::REQUEST_TIMEOUT_MS;
-use crate::harness::has_duplicate_keys;
+use crate::harness::value_and_duplicates;
 
 /// Splits a byte stream into complete lines, as the oracle sees them.
 #[derive(Debug, Default)]
@@ -61,19 +61,27 @@ pub struct Lines {
 impl Lines {
     /// The complete lines in `bytes` (newline and one `\r` stripped).
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        const KEPT: usize = (1 << 20) + 1;
         let mut lines = Vec::new();
-        for &b in bytes {
-            if b == b'\n' {
-                let mut line = std::mem::take(&mut self.partial);
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                lines.push(line);
-            } else if self.partial.len() <= 1 << 20 {
-                self.partial.push(b);
+        let mut rest = bytes;
+        loop {
+            let (piece, newline) = match memchr::memchr(b'\n', rest) {
+                Some(at) => (&rest[..at], Some(at)),
+                None => (rest, None),
+            };
+            let room = KEPT.saturating_sub(self.partial.len());
+            self.partial
+                .extend_from_slice(&piece[..piece.len().min(room)]);
+            let Some(at) = newline else {
+                return lines;
+            };
+            let mut line = std::mem::take(&mut self.partial);
+            if line.last() == Some(&b'\r') {
+                line.pop();
             }
+            lines.push(line);
+            rest = &rest[at + 1..];
         }
-        lines
     }
 }
 
@@ -82,28 +90,44 @@ pub fn valid_message(line: &[u8], max_bytes: usize) -> Option<Map<String, Value>
     if line.is_empty() || line.len() > max_bytes {
         return None;
     }
-    let text = std::str::from_utf8(line).ok()?;
-    let Value::Object(message) = serde_json::from_str::<Value>(text).ok()? else {
-        return None;
+    let (value, duplicates) = read(line)?;
+    message_of(value, duplicates).ok()
+}
+
+/// serde_json's lenient reading of `line`, and whether an object in it
+/// repeats a key; `None` if it is not UTF-8 JSON.
+fn read(line: &[u8]) -> Option<(Value, bool)> {
+    value_and_duplicates(std::str::from_utf8(line).ok()?)
+}
+
+/// The message a reading is, or the value back when it is none.
+fn message_of(value: Value, duplicates: bool) -> Result<Map<String, Value>, Value> {
+    if duplicates || !is_message(&value) {
+        return Err(value);
+    }
+    match value {
+        Value::Object(message) => Ok(message),
+        other => Err(other),
+    }
+}
+
+fn is_message(value: &Value) -> bool {
+    let Value::Object(message) = value else {
+        return false;
     };
-    if has_duplicate_keys(text) != Some(false)
-        || message.get("jsonrpc") != Some(&Value::from("2.0"))
-    {
-        return None;
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return false;
     }
     let known = ["jsonrpc", "id", "method", "params", "result", "error"];
     if message.keys().any(|k| !known.contains(&k.as_str())) {
-        return None;
+        return false;
     }
-    match message.get("id") {
-        None | Some(Value::String(_)) => {}
-        Some(Value::Number(n)) if n.is_i64() && n.as_i64()?.unsigned_abs() < 1 << 53 => {}
-        Some(_) => return None,
-    }
-    if message.get("params").is_some_and(|p| !p.is_object()) {
-        return None;
-    }
-    Some(message)
+    let id_ok = match message.get("id") {
+        None | Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.as_i64().is_some_and(|n| n.unsigned_abs() < 1 << 53),
+        Some(_) => false,
+    };
+    id_ok && message.get("params").is_none_or(Value::is_object)
 }
 
 /// Numbers compared as doubles, so `10` and `1e1` are one value.
@@ -121,6 +145,15 @@ pub fn normalized(value: &Value) -> Value {
     }
 }
 
+/// Whether two messages are equal but for their ids (and whether they have
+/// one).
+fn same_but_id(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    let others = |m: &Map<String, Value>| m.len() - usize::from(m.contains_key("id"));
+    others(a) == others(b)
+        && a.iter()
+            .all(|(k, v)| k == "id" || b.get(k).is_some_and(|w| w == v))
+}
+
 fn without(message: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     let mut m = message.clone();
     for k in keys {
@@ -129,13 +162,9 @@ fn without(message: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
     m
 }
 
-/// The integer id of a line that may be a response, read leniently (any
-/// JSON object with an integer `id` and no `method`): whatever the wrapper
-/// may take for an answer, and more.
-/// The id of a line that is a JSON object, when it is a string or an
-/// integer: what an error for the line may carry.
-fn readable_id(line: &[u8]) -> Option<String> {
-    let value: Value = serde_json::from_slice(line).ok()?;
+/// The id of a line read leniently as a JSON object, when it is a string
+/// or an integer: what an error for the line may carry.
+fn readable_id(value: &Value) -> Option<String> {
     match value.as_object()?.get("id")? {
         id @ Value::String(_) => Some(id.to_string()),
         id @ Value::Number(n) if n.is_i64() || n.is_u64() => Some(id.to_string()),
@@ -143,8 +172,10 @@ fn readable_id(line: &[u8]) -> Option<String> {
     }
 }
 
-fn answer_id(line: &[u8]) -> Option<i64> {
-    let value: Value = serde_json::from_slice(line).ok()?;
+/// The integer id of a line that may be a response, read leniently (any
+/// JSON object with an integer `id` and no `method`): whatever the wrapper
+/// may take for an answer, and more.
+fn answer_id(value: &Value) -> Option<i64> {
     let object = value.as_object()?;
     if object.contains_key("method") {
         return None;
@@ -323,14 +354,21 @@ impl Oracle {
         for line in self.client_lines.feed(bytes) {
             self.client_line += 1;
             let number = self.client_line;
-            let valid = valid_message(&line, self.max_bytes);
+            let within = !line.is_empty() && line.len() <= self.max_bytes;
+            let (valid, lenient) = match read(&line) {
+                Some((value, duplicates)) if within => match message_of(value, duplicates) {
+                    Ok(m) => (Some(m), None),
+                    Err(value) => (None, Some(value)),
+                },
+                reading => (None, reading.map(|(value, _)| value)),
+            };
             // A line that is not a request (an answer, or invalid) may be
             // refused with an error under its id.
             let id = match &valid {
                 Some(m) if m.contains_key("method") => None,
-                // valid_message admits only string and integer ids.
+                // A message has only string and integer ids.
                 Some(m) => m.get("id").map(Value::to_string),
-                None => readable_id(&line),
+                None => lenient.as_ref().and_then(readable_id),
             };
             if let Some(id) = id {
                 self.invalid_ids.insert(number, id);
@@ -338,7 +376,7 @@ impl Oracle {
             let answers = match &valid {
                 Some(m) if m.contains_key("method") => None,
                 Some(m) => m.get("id").and_then(Value::as_i64),
-                None => answer_id(&line),
+                None => lenient.as_ref().and_then(answer_id),
             };
             if let Some(id) = answers {
                 let answer = valid.as_ref().map(|m| without(m, &["id"]));
@@ -551,7 +589,6 @@ impl Oracle {
     /// an id exactly when `m` has one: frames are judged in order, so the
     /// frame a line went up for is the first of its kind still waiting.
     fn frame_asking(&self, m: &Map<String, Value>) -> Option<usize> {
-        let wanted = without(m, &["id"]);
         let has_id = m.contains_key("id");
         (0..self.client_sent.len()).find(|i| {
             let c = &self.client_sent[*i];
@@ -560,7 +597,7 @@ impl Oracle {
                 && !self.answered_here.contains(i)
                 && !self.refused_lines.contains(&self.client_sent_lines[*i])
                 && c.contains_key("id") == has_id
-                && without(c, &["id"]) == wanted
+                && same_but_id(c, m)
         })
     }
 
@@ -570,9 +607,9 @@ impl Oracle {
         let body = line
             .strip_suffix(b"\n")
             .expect("a line to the upstream ends with a newline");
-        let value: Value = serde_json::from_slice(body).unwrap_or_else(|e| {
+        let (value, duplicates) = read(body).unwrap_or_else(|| {
             panic!(
-                "the upstream received a line that is not JSON ({e}): {}",
+                "the upstream received a line that is not JSON: {}",
                 show(line)
             )
         });
@@ -582,8 +619,8 @@ impl Oracle {
             "the upstream received a non-canonical line: {}",
             show(line)
         );
-        let m = valid_message(body, usize::MAX)
-            .unwrap_or_else(|| panic!("the upstream received an invalid message: {}", show(line)));
+        let m = message_of(value, duplicates)
+            .unwrap_or_else(|_| panic!("the upstream received an invalid message: {}", show(line)));
         let method = m.get("method").and_then(Value::as_str);
         let is_call = method == Some("tools/call");
         assert_eq!(
@@ -652,7 +689,6 @@ impl Oracle {
                     show(line)
                 );
                 self.upstream_answered.insert(key.clone());
-                let answer = without(&m, &["id"]);
                 let code = m
                     .get("error")
                     .and_then(|e| e.get("code"))
@@ -666,7 +702,7 @@ impl Oracle {
                         self.asks.assert_full(&key);
                     }
                 } else {
-                    self.asks.answer_went_up(&answer);
+                    self.asks.answer_went_up(&without(&m, &["id"]));
                 }
                 if ours {
                     self.step_refused.insert(key);
@@ -680,7 +716,7 @@ impl Oracle {
                         .any(|(c, at)| before_invalid(at)
                             && c.contains_key("id")
                             && !c.contains_key("method")
-                            && without(c, &["id"]) == answer),
+                            && same_but_id(c, &m)),
                     "the upstream received an answer the client never gave (before any invalid line): {}",
                     show(line)
                 );
@@ -788,9 +824,9 @@ impl Oracle {
         let body = line
             .strip_suffix(b"\n")
             .expect("a line to the client ends with a newline");
-        let value: Value = serde_json::from_slice(body).unwrap_or_else(|e| {
+        let (value, duplicates) = read(body).unwrap_or_else(|| {
             panic!(
-                "the client received a line that is not JSON ({e}): {}",
+                "the client received a line that is not JSON: {}",
                 show(line)
             )
         });
@@ -805,8 +841,8 @@ impl Oracle {
             "\"id\": null reached the client: {}",
             show(line)
         );
-        let m = valid_message(body, usize::MAX)
-            .unwrap_or_else(|| panic!("the client received an invalid message: {}", show(line)));
+        let m = message_of(value, duplicates)
+            .unwrap_or_else(|_| panic!("the client received an invalid message: {}", show(line)));
         let method = m.get("method").and_then(Value::as_str);
         match (method, m.get("id")) {
             (None, Some(id)) if !self.client_requests.contains_key(&id.to_string()) => {
@@ -870,11 +906,10 @@ impl Oracle {
                     self.client_asked.insert(id.to_string()),
                     "the client was asked twice with id {id}"
                 );
-                let wanted = without(&m, &["id"]);
                 assert!(
                     self.upstream_sent
                         .iter()
-                        .any(|u| u.contains_key("id") && without(u, &["id"]) == wanted),
+                        .any(|u| u.contains_key("id") && same_but_id(u, &m)),
                     "the client received a request the upstream never sent: {}",
                     show(line)
                 );
@@ -1105,17 +1140,18 @@ fn is_journal_denial(result: &Value) -> bool {
 /// The canonical line: the JSON-RPC members in the order the
 /// specification lists them, each value compact with sorted keys.
 fn canonical(value: &Value) -> Vec<u8> {
-    let mut out = String::from("{");
+    let mut out = b"{".to_vec();
     for key in ["jsonrpc", "id", "method", "params", "result", "error"] {
         if let Some(v) = value.get(key) {
             if out.len() > 1 {
-                out.push(',');
+                out.push(b',');
             }
-            out.push_str(&format!("\"{key}\":{v}"));
+            out.extend_from_slice(format!("\"{key}\":").as_bytes());
+            serde_json::to_writer(&mut out, v).expect("a Value serializes");
         }
     }
-    out.push('}');
-    out.into_bytes()
+    out.push(b'}');
+    out
 }
 
 fn show(line: &[u8]) -> String {
