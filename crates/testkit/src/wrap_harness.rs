@@ -184,6 +184,10 @@ struct Run {
     client_ended: bool,
     closed: bool,
     reached: Reached,
+    /// Lines the upstream received, and client frames refused (audit
+    /// records): what the core's counters must say.
+    upstream_received: u64,
+    client_refused: u64,
 }
 
 impl Run {
@@ -245,6 +249,7 @@ impl Run {
                     );
                     self.oracle.upstream_received(line.as_bytes(), false);
                     self.upstream.receive(line.as_bytes());
+                    self.upstream_received += 1;
                 }
                 Effect::ForwardCall { intent, line } => {
                     assert!(
@@ -262,6 +267,7 @@ impl Run {
                         );
                         self.oracle.upstream_received(line.as_bytes(), true);
                         self.upstream.receive(line.as_bytes());
+                        self.upstream_received += 1;
                     } else {
                         self.oracle.call_withheld(line.as_bytes());
                         self.journal_failed(&mut failed, Some(intent.call));
@@ -293,9 +299,33 @@ impl Run {
         self.tell_core(wrap, failed);
     }
 
+    /// The core's counters, which a user reads in the session's summary,
+    /// say what the peers saw.
+    fn counters_agree(&self, counters: &Counters) {
+        let mode = self.mode;
+        assert_eq!(
+            counters.to_client, self.reached.client_lines as u64,
+            "{mode:?}: lines to the client counted"
+        );
+        assert_eq!(
+            counters.to_upstream, self.upstream_received,
+            "{mode:?}: lines to the upstream counted"
+        );
+        assert_eq!(
+            counters.client_rejected, self.client_refused,
+            "{mode:?}: refused client frames counted"
+        );
+        assert_eq!(
+            counters.forwarded,
+            self.oracle.forwarded_requests(),
+            "{mode:?}: client requests forwarded counted by method"
+        );
+    }
+
     fn judge_record(&mut self, record: &AuditRecord) {
         let flood = match record {
             AuditRecord::ClientRejected { line, .. } => {
+                self.client_refused += 1;
                 self.oracle.client_refused(*line);
                 None
             }
@@ -396,6 +426,8 @@ pub fn run_trusting(
         client_ended: false,
         closed: false,
         reached: Reached::default(),
+        upstream_received: 0,
+        client_refused: 0,
     };
     if trust != Trust::FirstUse {
         run.oracle.held_to_pins(&pinned);
@@ -478,6 +510,7 @@ pub fn run_trusting(
             "{mode:?}: {} id entries",
             wrap.id_entries()
         );
+        run.counters_agree(wrap.counters());
     }
     let counters = wrap.counters().clone();
     let end = now.saturating_add(PAST_EVERY_DEADLINE_MS);

@@ -486,6 +486,20 @@ impl Oracle {
         }
     }
 
+    /// Client requests that reached the upstream, by method.
+    pub(crate) fn forwarded_requests(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut by_method = std::collections::BTreeMap::new();
+        for index in &self.forwarded {
+            let sent = &self.client_sent[*index];
+            if let (Some(_), Some(method)) =
+                (sent.get("id"), sent.get("method").and_then(Value::as_str))
+            {
+                *by_method.entry(method.to_owned()).or_insert(0) += 1;
+            }
+        }
+        by_method
+    }
+
     /// An upstream step begins.
     pub(crate) fn step_begins(&mut self) {
         self.step_forwarded = 0;
