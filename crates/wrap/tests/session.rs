@@ -1091,3 +1091,53 @@ fn real_traffic_passes_the_default_value_limit_and_a_denser_line_does_not() {
         s.last_client()
     );
 }
+
+/// What a driver reads of the session between steps is exact: bytes held
+/// for unfinished lines, entries in the id tables, the schema bytes kept,
+/// the revision, and whether it is draining or failing closed.
+#[test]
+fn the_state_a_driver_reads_is_exact() {
+    let mut s = Session::new(Config::default());
+    assert_eq!(s.wrap.revision(), None);
+    assert_eq!(
+        (
+            s.wrap.buffered(),
+            s.wrap.id_entries(),
+            s.wrap.schema_bytes()
+        ),
+        (0, 0, 0)
+    );
+    assert!(!s.wrap.is_draining() && !s.wrap.is_journal_down());
+    s.handshake();
+    assert!(s.wrap.revision().is_some());
+    assert!(!s.wrap.is_draining());
+
+    s.seen.take(s.wrap.from_client(b"{\"jsonrpc\"", 0));
+    s.seen.take(s.wrap.from_upstream(b"{\"id\":", 0));
+    assert_eq!(s.wrap.buffered(), 10 + 6, "both unfinished lines");
+    s.seen.take(
+        s.wrap
+            .from_client(b":\"2.0\",\"id\":7,\"method\":\"ping\"}\n", 0),
+    );
+    assert_eq!(s.wrap.buffered(), 6, "the client's line is done");
+    assert_eq!(s.wrap.id_entries(), 1, "the ping waits for the upstream");
+    s.upstream(r#"1,"jsonrpc":"2.0","method":"roots/list"}"#);
+    assert_eq!(s.wrap.buffered(), 0);
+    assert_eq!(
+        s.wrap.id_entries(),
+        2,
+        "and the client owes the upstream an answer"
+    );
+
+    let schema =
+        json!({"type":"object","properties":{"message":{"type":"string"}},"required":["message"]});
+    s.list(8, json!([{"name":"echo","inputSchema":schema}]));
+    assert_eq!(
+        s.wrap.schema_bytes(),
+        serde_json::to_string(&schema).unwrap().len(),
+        "the one schema kept, as serialized"
+    );
+
+    s.seen.take(s.wrap.journal_unavailable(None, 0));
+    assert!(s.wrap.is_journal_down());
+}
