@@ -188,6 +188,14 @@ struct Run {
     /// records): what the core's counters must say.
     upstream_received: u64,
     client_refused: u64,
+    /// Newlines the client wrote, and those the upstream wrote while the
+    /// session was open: every line ended while open is read once, and at
+    /// most one more (an over-long line refused before its newline, or a
+    /// last line without one) on top.
+    client_newlines: u64,
+    upstream_newlines_open: u64,
+    /// Requests left unanswered when the upstream exited, by its record.
+    upstream_unanswered: Option<usize>,
 }
 
 impl Run {
@@ -273,7 +281,13 @@ impl Run {
                         self.journal_failed(&mut failed, Some(intent.call));
                     }
                 }
-                Effect::EndUpstreamInput => self.upstream_input_open = false,
+                Effect::EndUpstreamInput => {
+                    assert!(
+                        self.client_ended && self.upstream_input_open,
+                        "{mode:?}: the upstream's input closed twice, or before the client's ended"
+                    );
+                    self.upstream_input_open = false;
+                }
                 Effect::Audit(record) => {
                     self.reached.records += 1;
                     self.judge_record(&record);
@@ -283,12 +297,22 @@ impl Run {
                 }
                 Effect::Close(end) => {
                     match end {
-                        End::UpstreamExited { .. } => self.reached.upstream_exited = true,
+                        End::UpstreamExited { unanswered } => {
+                            assert!(
+                                !self.client_ended || unanswered > 0,
+                                "{mode:?}: the upstream exited after the client's end with nothing unanswered, and the session did not finish"
+                            );
+                            self.reached.upstream_exited = true;
+                        }
+                        End::Finished => assert!(
+                            self.client_ended && self.upstream_unanswered == Some(0),
+                            "{mode:?}: finished before the client's end, or with requests unanswered ({:?})",
+                            self.upstream_unanswered
+                        ),
                         End::ClientInvalid { line, .. } => {
                             self.oracle.closed_on_invalid(line);
                             self.reached.closed_on_invalid = Some(line);
                         }
-                        End::Finished => {}
                     }
                     self.closed = true;
                 }
@@ -320,6 +344,26 @@ impl Run {
             self.oracle.forwarded_requests(),
             "{mode:?}: client requests forwarded counted by method"
         );
+        let forwarded: u64 = counters.forwarded.values().sum();
+        assert!(
+            counters.client_frames >= forwarded + counters.client_rejected
+                && counters.client_frames <= self.client_newlines + 1,
+            "{mode:?}: {} client frames counted, {forwarded} forwarded, {} refused, {} newlines",
+            counters.client_frames,
+            counters.client_rejected,
+            self.client_newlines
+        );
+        assert!(
+            (self.upstream_newlines_open..=self.upstream_newlines_open + 1)
+                .contains(&counters.upstream_lines),
+            "{mode:?}: {} upstream lines counted, {} ended while open",
+            counters.upstream_lines,
+            self.upstream_newlines_open
+        );
+        assert_eq!(
+            counters.journal_denials, self.oracle.journal_denials,
+            "{mode:?}: calls denied for the journal counted"
+        );
     }
 
     fn judge_record(&mut self, record: &AuditRecord) {
@@ -331,6 +375,10 @@ impl Run {
             }
             AuditRecord::Outcome(outcome) => {
                 self.audit.outcome(outcome);
+                None
+            }
+            AuditRecord::UpstreamExited { unanswered } => {
+                self.upstream_unanswered = Some(*unanswered);
                 None
             }
             AuditRecord::Quarantined { .. }
@@ -428,6 +476,9 @@ pub fn run_trusting(
         reached: Reached::default(),
         upstream_received: 0,
         client_refused: 0,
+        client_newlines: 0,
+        upstream_newlines_open: 0,
+        upstream_unanswered: None,
     };
     if trust != Trust::FirstUse {
         run.oracle.held_to_pins(&pinned);
@@ -451,6 +502,7 @@ pub fn run_trusting(
             // core still gets every write (it must write nothing more), the
             // oracle no longer judges them.
             Op::Client(bytes) => {
+                run.client_newlines += newlines(bytes);
                 if !run.client_ended && !run.closed {
                     run.oracle.client_wrote(bytes);
                 }
@@ -459,6 +511,9 @@ pub fn run_trusting(
             }
             Op::Upstream(write) => {
                 let bytes = run.upstream.bytes(write);
+                if !run.closed {
+                    run.upstream_newlines_open += newlines(&bytes);
+                }
                 let effects = wrap.from_upstream(&bytes, now);
                 if !run.closed {
                     run.oracle.upstream_wrote(&bytes, answers_a_list(&effects));
@@ -542,6 +597,10 @@ pub fn run_trusting(
     reached.journal_failed = run.journal_down;
     reached.calls_denied = usize::try_from(reached.counters.calls_denied).unwrap_or(usize::MAX);
     reached
+}
+
+fn newlines(bytes: &[u8]) -> u64 {
+    memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
 /// Whether the wrapper answered a `tools/list` in `effects`: a line to the

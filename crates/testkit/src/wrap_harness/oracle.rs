@@ -272,6 +272,9 @@ pub struct Oracle {
     withheld: HashSet<usize>,
     /// Ids of calls held back that are owed the denial.
     denial_owed: HashSet<String>,
+    /// Denials the wrapper wrote itself because the journal failed: answers
+    /// carrying the denial to calls that never reached the upstream.
+    pub(crate) journal_denials: u64,
     /// Client requests in flight to the upstream.
     flights: ToUpstream,
     /// Upstream requests in flight to the client.
@@ -885,6 +888,11 @@ impl Oracle {
                     && !self.forwarded.contains(&asked.index)
                     && self.told_after_line.is_some_and(|told| asked_on > told);
                 let owed = self.denial_owed.remove(&id.to_string());
+                if !self.forwarded.contains(&asked.index)
+                    && m.get("result").is_some_and(is_journal_denial)
+                {
+                    self.journal_denials += 1;
+                }
                 if owed || (held_back && m.contains_key("result")) {
                     assert!(
                         m.get("result").is_some_and(is_journal_denial),
