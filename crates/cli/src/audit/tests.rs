@@ -627,6 +627,24 @@ fn each_forged_member_of_the_common_and_wrap_kinds_is_refused_on_its_own() {
     }
 }
 
+/// A JSON-RPC error code in a rejection record is one of the codes
+/// JSON-RPC reserves (-32768 to -32000): both ends are accepted, and one
+/// past either end, or a code of the other sign, is refused.
+#[test]
+fn a_rejection_code_is_held_to_the_reserved_range_at_both_ends() {
+    let wrap = json!({"line":9,"stage":"json","code":-32700,"fingerprint":FP});
+    for (kind, members) in [("rejection", rejection()), ("wrap_rejection", wrap)] {
+        for code in [-32768, -32000] {
+            let mut r = record(kind, members.clone());
+            r.insert("code".to_owned(), json!(code));
+            assert_eq!(shape_problems(&r), Vec::<String>::new(), "{kind} {code}");
+        }
+        for code in [-32769, -31999, 0, 32000, 32700] {
+            one_member_problem(kind, &members, "code", Some(json!(code)), "out of range");
+        }
+    }
+}
+
 #[test]
 fn an_unknown_or_missing_kind_is_named_and_no_member_name_is_echoed() {
     let mut r = record("outcome", outcome(0));
