@@ -60,6 +60,8 @@ pub mod ops;
 pub mod oracle;
 pub mod schemas;
 
+use std::sync::LazyLock;
+
 use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
 use portcullis_wrap::{AuditRecord, Config, Counters, Effect, End, Wrap};
@@ -122,6 +124,27 @@ pub fn trust_of(data: &[u8]) -> Trust {
         Some(2) => Trust::PinsFileAndAllowlist,
         _ => Trust::FirstUse,
     }
+}
+
+/// The pins file a session trusting `trust` starts with, made once for
+/// each (every run of that trust reads it).
+fn pins_of(trust: Trust) -> &'static portcullis_wrap::Pins {
+    static PINS: LazyLock<[portcullis_wrap::Pins; 2]> = LazyLock::new(|| {
+        let defs = ops::tool_defs();
+        let pins = |tools: &[&serde_json::Value]| {
+            tools
+                .iter()
+                .filter_map(|d| {
+                    Some((
+                        d["name"].as_str()?.to_owned(),
+                        portcullis_wrap::Pin::of(d.as_object()?),
+                    ))
+                })
+                .collect()
+        };
+        [pins(&[&defs[0], &defs[3]]), pins(&[&defs[0]])]
+    });
+    &PINS[usize::from(trust == Trust::PinsFileAndAllowlist)]
 }
 
 /// Where the journal fails in the `nth` run of an input, as its bytes
@@ -436,17 +459,7 @@ pub fn run_trusting(
     };
     let mut config = Config::default();
     if trust != Trust::FirstUse {
-        config.pins = Some(
-            pinned
-                .iter()
-                .filter_map(|d| {
-                    Some((
-                        d["name"].as_str()?.to_owned(),
-                        portcullis_wrap::Pin::of(d.as_object()?),
-                    ))
-                })
-                .collect(),
-        );
+        config.pins = Some(pins_of(trust).clone());
     }
     if !allowed.is_empty() {
         config.allowed_tools = Some(allowed.iter().map(|n| (*n).to_owned()).collect());

@@ -67,7 +67,12 @@ pub enum UpstreamWrite {
 /// The tool definitions upstream answers draw from: two spellings of the
 /// same `echo`, a changed `echo` (the rug pull), `add`, and an `echo` whose
 /// schema cannot be compiled.
-pub fn tool_defs() -> [Value; 5] {
+pub fn tool_defs() -> &'static [Value; 5] {
+    &TOOL_DEFS
+}
+
+/// [`tool_defs`], made once: every run reads them.
+static TOOL_DEFS: LazyLock<[Value; 5]> = LazyLock::new(|| {
     let schema = |maximum: Value| json!({"type":"object","properties":{"message":{"type":"string","maxLength":maximum}},"required":["message"]});
     [
         json!({"name":"echo","description":"Echo back","inputSchema":schema(json!(10))}),
@@ -76,10 +81,11 @@ pub fn tool_defs() -> [Value; 5] {
         json!({"name":"add","inputSchema":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}}}}),
         json!({"name":"echo","description":"Echo back","inputSchema":"not a schema"}),
     ]
-}
+});
 
 /// [`tool_defs`] as the text a `tools/list` answer carries, made once.
-static TOOL_DEF_TEXT: LazyLock<[String; 5]> = LazyLock::new(|| tool_defs().map(|d| d.to_string()));
+static TOOL_DEF_TEXT: LazyLock<[String; 5]> =
+    LazyLock::new(|| tool_defs().clone().map(|d| d.to_string()));
 
 fn small_id(u: &mut Unstructured<'_>) -> Result<Value> {
     Ok(match u.int_in_range(0u8..=9)? {
