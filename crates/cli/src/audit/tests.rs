@@ -865,6 +865,28 @@ fn a_name_wrap_did_not_write_is_refused() {
     }
 }
 
+/// The length a cut name states is held to what was shown before the cut:
+/// each `\\` shown stands for one byte of the name, and the character cut
+/// off took at least the room left (a character escaped as `\u{200b}`,
+/// 8 bytes shown, is one of 3 bytes).
+#[test]
+fn a_cut_name_states_at_least_the_bytes_it_shows_and_the_one_cut_off() {
+    let backslashes = bounded_name(&"\\".repeat(65));
+    assert_eq!(backslashes, format!("{}…(65 bytes)", "\\\\".repeat(64)));
+    assert!(is_bounded_name(&backslashes));
+    assert!(!is_bounded_name(&format!(
+        "{}…(64 bytes)",
+        "\\\\".repeat(64)
+    )));
+    let zero_width = bounded_name(&format!("{}\u{200b}", "n".repeat(121)));
+    assert_eq!(zero_width, format!("{}…(124 bytes)", "n".repeat(121)));
+    assert!(is_bounded_name(&zero_width));
+    assert!(!is_bounded_name(&format!(
+        "{}…(123 bytes)",
+        "n".repeat(121)
+    )));
+}
+
 /// Text cut as the wrap journal cuts it.
 fn cut(text: &str) -> String {
     if text.len() <= 4096 {
