@@ -423,3 +423,74 @@ fn a_call_after_a_listing_that_changed_the_tool_fails() {
     o.client_writes(&call(json!(7), "echo"));
     o.goes_up(&call(json!(3), "echo"));
 }
+
+/// Lines a wrapper writes other than canonically: members out of the
+/// specification's order, a space, keys unsorted within a value.
+fn respelled(value: &Value) -> [Vec<u8>; 3] {
+    let canonical = line(value);
+    let text = String::from_utf8(canonical.clone()).expect("UTF-8");
+    let reordered = {
+        let members = value.as_object().expect("an object");
+        let mut bytes = b"{".to_vec();
+        for (n, (k, v)) in members.iter().rev().enumerate() {
+            if n > 0 {
+                bytes.push(b',');
+            }
+            bytes.extend_from_slice(format!("{}:{v}", Value::from(k.as_str())).as_bytes());
+        }
+        bytes.extend_from_slice(b"}\n");
+        bytes
+    };
+    let spaced = text.replacen(':', ": ", 1).into_bytes();
+    let unsorted = text
+        .replacen(r#"{"a":1,"b":2}"#, r#"{"b":2,"a":1}"#, 1)
+        .into_bytes();
+    for other in [&reordered, &spaced, &unsorted] {
+        assert_ne!(other, &canonical);
+    }
+    [reordered, spaced, unsorted]
+}
+
+fn fails_as_non_canonical(outcome: std::thread::Result<()>) -> bool {
+    outcome.is_err_and(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .is_some_and(|m| m.contains("non-canonical line"))
+    })
+}
+
+#[test]
+fn a_line_not_in_canonical_form_fails_in_either_direction() {
+    let request = json!({"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1,"b":2}});
+    let answer = json!({"jsonrpc":"2.0","id":1,"result":{"a":1,"b":2}});
+    for (nth, other) in respelled(&request).into_iter().enumerate() {
+        let up = std::panic::catch_unwind(|| {
+            let mut o = oracle();
+            o.client_writes(&request);
+            o.upstream_received(&other, false);
+        });
+        assert!(
+            fails_as_non_canonical(up),
+            "to the upstream, respelling {nth}"
+        );
+    }
+    for (nth, other) in respelled(&answer).into_iter().enumerate() {
+        let down = std::panic::catch_unwind(|| {
+            let mut o = oracle();
+            o.client_writes(&request);
+            o.goes_up(&request);
+            o.upstream_writes(&answer);
+            o.client_received(&other);
+        });
+        assert!(
+            fails_as_non_canonical(down),
+            "to the client, respelling {nth}"
+        );
+    }
+    // The canonical lines themselves pass.
+    let mut o = oracle();
+    o.client_writes(&request);
+    o.goes_up(&request);
+    o.upstream_writes(&answer);
+    o.comes_down(&answer);
+}
