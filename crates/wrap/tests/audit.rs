@@ -471,6 +471,12 @@ fn a_flood_of_junk_is_one_record_now_and_one_per_interval() {
     assert_eq!(s.seen.shown, [1, 2], "the runs are not shown line by line");
     assert_eq!(s.seen.notices.len(), 2, "{:?}", s.seen.notices);
     assert!(
+        s.seen.notices[0].contains("quarantined 1 more")
+            && s.seen.notices[0].contains("json stage (line 100002)"),
+        "{:?}",
+        s.seen.notices
+    );
+    assert!(
         s.seen.notices[1].contains("99999 more") && s.seen.notices[1].contains("lines 3 to 100001"),
         "{:?}",
         s.seen.notices
@@ -501,5 +507,62 @@ fn runs_still_counted_are_written_before_the_session_closes() {
             json!({"kind":"wrap_dropped","upstream_line":2,"why":"unmatched_response","count":2,"last_upstream_line":3}),
         ]
     );
+    assert!(
+        s.seen
+            .notices
+            .iter()
+            .any(|n| n.starts_with("dropped 2 more upstream response(s)")
+                && n.ends_with("(upstream lines 2 to 3)")),
+        "{:?}",
+        s.seen.notices
+    );
     assert!(s.seen.end.is_some());
+}
+
+/// What stderr says of the upstream's drops: an unmatched response is
+/// named with its line (it may be a confused server worth a look); the
+/// other drops (a notification the client is not sent, a request the
+/// upstream may not make) are records only.
+#[test]
+fn only_an_unmatched_response_is_told_on_stderr() {
+    let mut s = Session::new();
+    s.upstream(r#"{"jsonrpc":"2.0","method":"notifications/made_up"}"#)
+        .upstream(r#"{"jsonrpc":"2.0","id":"u1","method":"tools/call","params":{}}"#);
+    assert_eq!(s.wrap.counters().dropped, 2);
+    assert_eq!(s.seen.notices, Vec::<String>::new());
+    s.upstream(r#"{"jsonrpc":"2.0","id":77,"result":{}}"#);
+    assert_eq!(
+        s.seen.notices,
+        ["dropped upstream line 3: a response that matches no request in flight"]
+    );
+}
+
+/// An invalid client frame under close says on stderr how long the
+/// upstream has to answer what is in flight, and only when something is.
+#[test]
+fn closing_on_an_invalid_frame_tells_what_it_waits_for() {
+    let mut s = Session::new();
+    s.ready().client("not json");
+    assert!(
+        !s.seen
+            .notices
+            .iter()
+            .any(|n| n.contains("invalid client frame")),
+        "{:?}",
+        s.seen.notices
+    );
+    let mut s = Session::new();
+    s.ready().call(5, r#"{"message":"hi"}"#).client("not json");
+    let told: Vec<&String> = s
+        .seen
+        .notices
+        .iter()
+        .filter(|n| n.contains("invalid client frame"))
+        .collect();
+    assert_eq!(
+        told,
+        [
+            "invalid client frame on line 5: no more client input is read; waiting up to 5000 ms for the upstream to answer 1 request(s) in flight"
+        ]
+    );
 }
