@@ -1138,6 +1138,54 @@ fn the_state_a_driver_reads_is_exact() {
         "the one schema kept, as serialized"
     );
 
+    // A request that times out is remembered, so its late answer is
+    // dropped quietly: it still takes an entry.
+    let before = s.wrap.id_entries();
+    s.client(r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#);
+    assert_eq!(s.wrap.id_entries(), before + 1);
+    let late = s.now + Config::default().request_timeout_ms;
+    s.seen.take(s.wrap.tick(late));
+    assert_eq!(s.wrap.in_flight(), 0);
+    assert_eq!(
+        s.wrap.id_entries(),
+        before + 1,
+        "the timed-out ping is remembered"
+    );
+
     s.seen.take(s.wrap.journal_unavailable(None, 0));
     assert!(s.wrap.is_journal_down());
+}
+
+/// An over-long answer read in the same chunk as the line before it is
+/// judged by its own first bytes, not by what the chunk held before it.
+#[test]
+fn an_over_long_answer_after_another_line_in_one_chunk_still_answers_at_once() {
+    let mut config = Config::default();
+    config.limits.max_frame_bytes = 512;
+    let mut s = Session::new(config);
+    s.handshake();
+    s.client(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#);
+    let upstream_id = s.last_upstream()["id"].as_i64().unwrap();
+    let answered = s.seen.client.len();
+    let chunk = format!(
+        "{}\n{{\"jsonrpc\":\"2.0\",\"id\":{upstream_id},\"result\":{{\"pad\":\"{}\"}}}}\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}"#,
+        "x".repeat(600)
+    );
+    s.seen.take(s.wrap.from_upstream(chunk.as_bytes(), s.now));
+    assert_eq!(s.wrap.in_flight(), 0, "{:?}", s.seen.client);
+    let last = s.last_client();
+    assert_eq!(last["id"], "a");
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_frame_bytes (512)"),
+        "{last}"
+    );
+    assert_eq!(
+        s.seen.client.len(),
+        answered + 2,
+        "the notification, then the error"
+    );
 }
