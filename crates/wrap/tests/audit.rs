@@ -371,6 +371,11 @@ fn a_failed_intent_denies_its_call_and_every_later_one() {
     assert_eq!(s.seen.calls_upstream(), forwarded_before);
     assert_eq!(s.wrap.counters().forwarded.get("tools/call"), None);
     assert_eq!(s.wrap.counters().journal_denials, 3);
+    assert_eq!(
+        s.wrap.counters().calls_denied,
+        3,
+        "a call denied for the journal is a denied call"
+    );
     // Other requests still go through.
     s.client(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#);
     assert_eq!(s.seen.upstream.last().unwrap().0["method"], "ping");
@@ -447,7 +452,8 @@ fn a_flood_of_junk_is_one_record_now_and_one_per_interval() {
     assert_eq!(s.seen.audit.len(), 2);
     s.seen.take(s.wrap.tick(2_000));
     assert_eq!(s.wrap.next_deadline(), Some(1_200 + INTERVAL_MS));
-    s.seen.take(s.wrap.tick(2_200));
+    // A tick past an interval's end (not only at it) writes its run.
+    s.seen.take(s.wrap.tick(2_250));
     assert_eq!(s.wrap.next_deadline(), None);
     let records: Vec<Value> = s.seen.audit.iter().map(AuditRecord::to_json).collect();
     let lines = |r: &Value| {
