@@ -290,6 +290,26 @@ mod tests {
         assert_eq!(config.max_idle_connections(), 0);
     }
 
+    /// A socket read that times out is the action's timeout, whichever
+    /// way ureq reports it; any other I/O failure is a transport error.
+    #[test]
+    fn an_io_timeout_is_the_actions_timeout() {
+        let budget = Duration::from_millis(1500);
+        let timed_out = ureq::Error::Io(std::io::ErrorKind::TimedOut.into());
+        assert_eq!(
+            classify(timed_out, budget).to_string(),
+            "HTTP request timed out after 1500ms"
+        );
+        let reset = ureq::Error::Io(std::io::ErrorKind::ConnectionReset.into());
+        let reset = classify(reset, budget);
+        assert!(matches!(reset, HttpError::Transport(_)), "{reset}");
+    }
+
+    #[test]
+    fn debug_names_the_executor_and_nothing_else() {
+        assert_eq!(format!("{:?}", HttpExecutor::new()), "HttpExecutor { .. }");
+    }
+
     #[test]
     fn rendering() {
         let none = Scrubber::new(None);

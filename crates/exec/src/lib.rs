@@ -96,6 +96,27 @@ pub(crate) fn fmt_duration(d: Duration) -> String {
 mod tests {
     use super::*;
 
+    /// The accessors hand out the very executors the dispatcher was made
+    /// of (an SSH executor's clones share its running clients, so a copy
+    /// would not do).
+    #[test]
+    fn the_accessors_return_the_executors_it_was_made_of() {
+        let real = RealExecutor::with_parts(
+            HttpExecutor::new(),
+            SshExecutor::with_program("/opt/test/bin/ssh"),
+        );
+        assert_eq!(
+            real.ssh().program(),
+            std::path::Path::new("/opt/test/bin/ssh")
+        );
+        assert!(std::ptr::eq(real.ssh(), &real.ssh));
+        assert!(std::ptr::eq(real.http(), &real.http));
+        assert_eq!(
+            format!("{real:?}"),
+            "RealExecutor { http: HttpExecutor { .. }, ssh: SshExecutor { program: \"/opt/test/bin/ssh\" } }"
+        );
+    }
+
     #[test]
     fn durations() {
         assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");

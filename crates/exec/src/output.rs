@@ -198,6 +198,136 @@ mod tests {
         }
     }
 
+    /// A stream of one byte less, exactly, one and two bytes more than
+    /// the cap, whole or in reads that end at, before and after the cap:
+    /// the first `cap` bytes are kept, the cut is reported only past the
+    /// cap, draining counts every byte past it, and the buffer never
+    /// holds room for more than one byte past the cap.
+    #[test]
+    fn a_stream_around_the_cap_is_cut_exactly_at_the_cap() {
+        for cap in [1, 2, 5, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK + 3] {
+            for len in cap - 1..=cap + 2 {
+                let data: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+                let splits: [Vec<usize>; 6] = [
+                    vec![len.max(1)],
+                    vec![1],
+                    vec![cap - 1, 1],
+                    vec![cap, 1],
+                    vec![cap + 1],
+                    vec![3, CHUNK - 1],
+                ];
+                for overflow in [Overflow::Stop, Overflow::Drain] {
+                    let over = len.saturating_sub(cap) as u64;
+                    let expected = Capped {
+                        bytes: data[..len.min(cap)].to_vec(),
+                        truncated: len > cap,
+                        discarded: match overflow {
+                            Overflow::Stop => over.min(1),
+                            Overflow::Drain => over,
+                        },
+                    };
+                    for sizes in &splits {
+                        let sizes: Vec<usize> = sizes.iter().map(|&s| s.max(1)).collect();
+                        let pieces = Pieces {
+                            data: &data,
+                            sizes: &sizes,
+                            reads: 0,
+                            interrupted: false,
+                        };
+                        let got = read_capped(pieces, cap, overflow).unwrap();
+                        let at =
+                            format!("cap {cap}, {len} bytes, {overflow:?}, reads of {sizes:?}");
+                        assert_eq!(got, expected, "{at}");
+                        assert!(
+                            got.bytes.capacity() <= cap + 1,
+                            "{at}: {}",
+                            got.bytes.capacity()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Hands out `data` in reads of `size` bytes, failing once (not an
+    /// interruption) when `fail_at` bytes have been handed out.
+    struct FailsOnce<'a> {
+        data: &'a [u8],
+        size: usize,
+        given: usize,
+        fail_at: usize,
+        failed: bool,
+    }
+
+    impl Read for FailsOnce<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if !self.failed && self.given == self.fail_at {
+                self.failed = true;
+                return Err(io::Error::other("connection reset"));
+            }
+            let n = self.size.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            self.given += n;
+            Ok(n)
+        }
+    }
+
+    /// A read error (other than an interruption) ends the read with that
+    /// error and what was kept up to it, before the cap and while
+    /// draining past it; the stream is not read on after the error.
+    #[test]
+    fn a_read_error_ends_the_read_with_what_was_kept() {
+        let data: Vec<u8> = (0..100u8).collect();
+        for overflow in [Overflow::Stop, Overflow::Drain] {
+            let reader = FailsOnce {
+                data: &data,
+                size: 10,
+                given: 0,
+                fail_at: 30,
+                failed: false,
+            };
+            let (err, kept) = read_capped(reader, 50, overflow).unwrap_err();
+            assert_eq!(err.to_string(), "connection reset");
+            assert_eq!(
+                kept,
+                Capped {
+                    bytes: data[..30].to_vec(),
+                    truncated: false,
+                    discarded: 0,
+                }
+            );
+        }
+        // Past the cap: only draining reads on, so only draining sees it.
+        let reader = FailsOnce {
+            data: &data,
+            size: 10,
+            given: 0,
+            fail_at: 36,
+            failed: false,
+        };
+        let (err, kept) = read_capped(reader, 15, Overflow::Drain).unwrap_err();
+        assert_eq!(err.to_string(), "connection reset");
+        assert_eq!(
+            kept,
+            Capped {
+                bytes: data[..15].to_vec(),
+                truncated: true,
+                discarded: 36 - 15,
+            }
+        );
+        let reader = FailsOnce {
+            data: &data,
+            size: 10,
+            given: 0,
+            fail_at: 36,
+            failed: false,
+        };
+        let stopped = read_capped(reader, 15, Overflow::Stop).unwrap();
+        assert_eq!(stopped.bytes, data[..15]);
+        assert_eq!((stopped.truncated, stopped.discarded), (true, 1));
+    }
+
     #[test]
     fn text_policy() {
         assert_eq!(text_of("héllo".as_bytes(), false), "héllo");

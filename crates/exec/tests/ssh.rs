@@ -168,13 +168,13 @@ fn shutdown_kills_the_running_client_with_its_group_and_removes_the_private_dire
     // The client and a child of it (same process group), both sleeping.
     let fake = fake_ssh(&format!(
         "echo $$ >> {f}
-sleep 300 &
+sleep 60 &
 echo $! >> {f}
 wait",
         f = pid_file.display()
     ));
     let executor = SshExecutor::with_program(&fake.path).with_file_identity();
-    let action = action(&["true", "{text}"], "x", 1024, 600_000);
+    let action = action(&["true", "{text}"], "x", 1024, 30_000);
     let call = {
         let executor = executor.clone();
         std::thread::spawn(move || executor.execute(&action))
@@ -213,6 +213,96 @@ wait",
         std::fs::read_to_string(&pid_file).unwrap().lines().count(),
         2
     );
+}
+
+/// `wait_reaped` reports a client still running (nobody killed it) as
+/// not reaped once its limit passes, and waits for one that `shutdown`
+/// killed until its call has reaped it. (The call's own deadline, far
+/// off, only bounds the test should `shutdown` kill nothing.)
+#[test]
+fn wait_reaped_waits_for_killed_clients_and_reports_running_ones() {
+    let pids = tempfile::tempdir().unwrap();
+    let pid_file = pids.path().join("pids");
+    let fake = fake_ssh(&format!(
+        "echo $$ >> {f}\nexec sleep 60",
+        f = pid_file.display()
+    ));
+    let executor = SshExecutor::with_program(&fake.path);
+    let action = action(&["true", "{text}"], "x", 1024, 30_000);
+    let call = {
+        let executor = executor.clone();
+        std::thread::spawn(move || executor.execute(&action))
+    };
+    let started = wait_for_lines(&pid_file, 1, Duration::from_secs(10));
+    assert!(!executor.wait_reaped(Duration::from_millis(20)));
+    assert_eq!(executor.running(), 1);
+    assert_eq!(executor.shutdown(), 1);
+    let reaped = executor.wait_reaped(Duration::from_secs(60));
+    let running = executor.running();
+    let outcome = call.join().unwrap();
+    reap_leftovers(&started);
+    assert!(reaped);
+    assert_eq!(running, 0);
+    assert!(
+        outcome.text.starts_with("ssh was killed by signal 9"),
+        "{outcome:?}"
+    );
+}
+
+/// `wait_reaped` waits as long as a call runs, not only for killed
+/// clients: a client that ends on its own a second after it started is
+/// waited for, and reaped by its call when `wait_reaped` returns.
+#[test]
+fn wait_reaped_waits_for_a_client_that_ends_on_its_own() {
+    let pids = tempfile::tempdir().unwrap();
+    let pid_file = pids.path().join("pids");
+    let fake = fake_ssh(&format!(
+        "echo $$ >> {f}\nsleep 1\necho done",
+        f = pid_file.display()
+    ));
+    let executor = SshExecutor::with_program(&fake.path);
+    let action = action(&["true", "{text}"], "x", 1024, 30_000);
+    let call = {
+        let executor = executor.clone();
+        std::thread::spawn(move || executor.execute(&action))
+    };
+    wait_for_lines(&pid_file, 1, Duration::from_secs(10));
+    let reaped = executor.wait_reaped(Duration::from_secs(60));
+    let running = executor.running();
+    let outcome = call.join().unwrap();
+    assert!(reaped);
+    assert_eq!(running, 0);
+    assert_eq!(outcome, portcullis_gateway::Outcome::success("done\n"));
+}
+
+/// Shutting down an executor that runs nothing kills nothing, and it
+/// starts nothing afterwards.
+#[test]
+fn shutdown_with_nothing_running_kills_nothing_and_refuses_new_calls() {
+    let fake = fake_ssh("echo ran");
+    let executor = SshExecutor::with_program(&fake.path);
+    assert_eq!(executor.shutdown(), 0);
+    let refused = executor.execute(&action_with_timeout(5000));
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.text,
+        "cannot prepare the ssh call: the gateway is shutting down"
+    );
+    assert!(executor.wait_reaped(Duration::ZERO));
+}
+
+/// A client killed at the deadline has been reaped (not left as a
+/// process of the executor) when its call returns.
+#[test]
+fn a_client_killed_at_the_deadline_is_reaped_before_the_call_returns() {
+    let fake = fake_ssh("echo started\nexec sleep 30");
+    let executor = SshExecutor::with_program(&fake.path);
+    let outcome = executor.execute(&action(&["true", "{text}"], "x", 1000, 300));
+    assert!(
+        outcome.text.starts_with("timed out after 300ms"),
+        "{outcome:?}"
+    );
+    assert_eq!(executor.running(), 0);
 }
 
 fn walk_files(dir: &Path) -> Vec<PathBuf> {
@@ -319,6 +409,28 @@ fn a_grandchild_holding_the_pipes_does_not_hang_the_call() {
         "{outcome:?}"
     );
     assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+}
+
+/// Output that a process outliving the client (out of its group, so not
+/// killed with it) writes shortly after the client ended is still
+/// collected: the readers wait for end-of-file a while after `ssh` ends.
+#[test]
+fn output_written_just_after_the_client_ends_is_collected() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("outside");
+    // The client ends only once the writer is out of its group.
+    let fake = fake_ssh(&format!(
+        "echo early
+setsid sh -c ': > \"$0\"; sleep 0.2; echo late' '{m}' &
+while [ ! -e '{m}' ]; do sleep 0.01; done
+exit 0",
+        m = marker.display()
+    ));
+    let outcome = SshExecutor::with_program(&fake.path).execute(&action_with_timeout(5000));
+    assert_eq!(
+        outcome,
+        portcullis_gateway::Outcome::success("early\nlate\n")
+    );
 }
 
 #[test]

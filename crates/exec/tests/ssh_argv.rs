@@ -131,3 +131,22 @@ fn command_clears_the_environment() {
         .unwrap();
     assert_eq!(home, "/private/home");
 }
+
+/// `ConnectTimeout` is the action's time budget in whole seconds, rounded
+/// up, and at least 1: a whole number of seconds stays as it is.
+#[test]
+fn connect_timeout_is_the_budget_rounded_up_to_whole_seconds() {
+    let action = action(&["true", "{text}"], "x", 1024, 1000);
+    let ActionTarget::Ssh(cmd) = action.target() else {
+        panic!("not ssh")
+    };
+    for ms in [1u64, 999, 1000, 1001, 2000, 2500, 3000, 59_999, 60_000] {
+        let args = strings(&ssh_args(cmd, None, Duration::from_millis(ms)));
+        let whole_seconds = ms.div_ceil(1000).max(1);
+        let expected = format!("ConnectTimeout={whole_seconds}");
+        assert!(
+            args.windows(2).any(|w| w[0] == "-o" && w[1] == expected),
+            "{ms} ms: {args:?}"
+        );
+    }
+}

@@ -248,3 +248,43 @@ fn a_live_executor_survives_the_sweep_of_another_run() {
     assert!(!removed.contains(&scratch), "{removed:?}");
     assert!(scratch.exists());
 }
+
+/// An unlocked directory whose pid is alive is stale once it is over a
+/// minute old (its pid was reused by another process); a young one is
+/// kept (see the test above).
+#[test]
+fn the_sweep_removes_an_old_directory_whose_pid_was_reused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let old = scratch_with_key(tmp.path(), std::process::id(), "old000");
+    let two_minutes_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::open(&old)
+        .unwrap()
+        .set_modified(two_minutes_ago)
+        .unwrap();
+    let removed = portcullis_exec::ssh::sweep_stale(tmp.path());
+    assert_eq!(removed, vec![old.clone()]);
+    assert!(!old.exists());
+}
+
+/// Only real directories are swept: a symbolic link named like a stale
+/// directory (of a dead run) is left, and so is what it points to.
+#[test]
+fn the_sweep_leaves_a_symbolic_link_named_like_a_stale_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let target = tmp.path().join("elsewhere");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("keep"), "kept").unwrap();
+    let link = tmp.path().join(format!(
+        "{}{}-link00",
+        portcullis_exec::ssh::SCRATCH_PREFIX,
+        dead_pid()
+    ));
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let removed = portcullis_exec::ssh::sweep_stale(tmp.path());
+    assert_eq!(removed, Vec::<PathBuf>::new());
+    assert!(std::fs::symlink_metadata(&link).is_ok());
+    assert_eq!(
+        std::fs::read_to_string(target.join("keep")).unwrap(),
+        "kept"
+    );
+}

@@ -239,3 +239,116 @@ fn tail_after(encoded: &str) -> &str {
     let end_bit = 8 * (1 + TOKEN.len());
     &encoded[end_bit.div_ceil(6)..]
 }
+
+/// A credential may begin with any printable ASCII character, `@` and
+/// the other characters that start no escape included.
+#[test]
+fn a_credential_starting_with_any_printable_ascii_character_is_redacted() {
+    for c in '!'..='~' {
+        let secret = format!("{c}k9Qz");
+        assert_eq!(
+            Scrubber::new(Some(&secret)).scrub(&format!("( {secret} )")),
+            format!("( {REDACTED} )"),
+            "{secret:?}"
+        );
+    }
+}
+
+/// Only the characters that hold bits of the credential go: where the
+/// characters holding its bits only stand between two characters that
+/// belong to neither base64 alphabet, those two stay.
+#[test]
+fn characters_outside_both_base64_alphabets_next_to_the_credential_stay() {
+    let engines = [
+        &base64::engine::general_purpose::STANDARD_NO_PAD,
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+    ];
+    // Credentials whose encodings use `+`, `/`, `-` or `_` at some
+    // alignment, and one whose encodings are letters and digits only.
+    for secret in [TOKEN, "???>>>~~~", "k9Qzk9Qz"] {
+        let s = Scrubber::new(Some(secret));
+        for engine in engines {
+            for prefix in ["", "u", "us"] {
+                let encoded = engine.encode(format!("{prefix}{secret}!!"));
+                let first_bit = 8 * prefix.len();
+                let end_bit = 8 * (prefix.len() + secret.len());
+                let core = &encoded[first_bit.div_ceil(6)..end_bit / 6];
+                for neighbour in [".", "!", "~", " ", "<"] {
+                    let text = format!("<{neighbour}{core}{neighbour}>");
+                    assert_eq!(
+                        s.scrub(&text),
+                        format!("<{neighbour}{REDACTED}{neighbour}>"),
+                        "{secret:?} after {prefix:?}: {text}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Text that looks like a spelling of a character of the credential but
+/// is not one (a `+` for anything but a space, `%XX` of another byte, an
+/// escape for another character, a reference without its `;`) does not
+/// stand for that character.
+#[test]
+fn near_misses_of_a_spelling_are_not_the_credential() {
+    let s = Scrubber::new(Some("ab1\"cd2"));
+    for text in [
+        "ab+\"cd2",
+        "ab%32\"cd2",
+        "ab%3\"cd2",
+        "ab1\\ncd2",
+        "ab1\\xcd2",
+        "ab&#49x\"cd2",
+        "ab&#50;\"cd2",
+        "ab&#x31\"cd2",
+        "ab1&quotcd2",
+        "ab1&amp;cd2",
+        "ab1\\u0023cd2",
+        "ab1%23cd2",
+    ] {
+        assert_eq!(s.scrub(text), text, "{text}");
+        assert_eq!(s.scrub(&format!("{text}!")), format!("{text}!"), "{text}");
+    }
+    // The same texts with the right spelling in place are redacted.
+    for text in [
+        "ab%31\"cd2",
+        "ab1\\\"cd2",
+        "ab&#49;\"cd2",
+        "ab&#x31;\"cd2",
+        "ab1&quot;cd2",
+        "ab1\\u0022cd2",
+        "ab1%22cd2",
+    ] {
+        assert_eq!(s.scrub(text), REDACTED, "{text}");
+    }
+}
+
+/// At a cut, only what can still become a spelling counts as an escape
+/// left incomplete: `%` before a character that no escape holds, or an
+/// escape already longer than the longest spelling of one character
+/// (13 bytes, `&#x`, nine digits and `;`), is not a cut inside the
+/// credential.
+#[test]
+fn a_tail_that_no_spelling_can_complete_is_not_a_cut_escape() {
+    let s = Scrubber::new(Some(TOKEN));
+    for shown in [
+        "t=s3cr%.",
+        "t=s3cr& ",
+        "t=s3cr\\ ",
+        "t=s3cr&#x000000002f",
+        "t=s3cr&#x0000000002f",
+    ] {
+        assert_eq!(s.scrub_cut(shown), shown, "{shown}");
+    }
+    // One byte shorter, the reference can still end in `;`.
+    assert_eq!(s.scrub_cut("t=s3cr&#x00000002f"), "t=[redacted]");
+}
+
+#[test]
+fn debug_names_the_scrubber_and_counts_its_patterns() {
+    let s = Scrubber::new(Some("k9Qzk9Qz"));
+    let shown = format!("{s:?}");
+    assert!(shown.starts_with("Scrubber { patterns: "), "{shown}");
+    assert!(!format!("{s:?}").contains("k9Qz"), "{shown}");
+}

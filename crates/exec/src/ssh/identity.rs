@@ -95,3 +95,50 @@ fn write_private(path: &Path, key: &str) -> io::Result<()> {
     file.write_all(b"\n")?;
     file.sync_all()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use rustix::io::FdFlags;
+
+    use super::*;
+
+    /// The memory file holds the key and its final newline, is 0600,
+    /// is not inherited by `ssh` (close-on-exec: `ssh` opens it by its
+    /// `/proc` path), and is sealed against any change: no write, no
+    /// shrinking, no growing, and no undoing or adding of seals.
+    #[test]
+    fn the_memory_file_holds_the_key_read_only_and_sealed() {
+        let (fd, path) = memory_file("-----KEY-----").unwrap();
+        assert_eq!(
+            path,
+            PathBuf::from(format!(
+                "/proc/{}/fd/{}",
+                std::process::id(),
+                fd.as_raw_fd()
+            ))
+        );
+        let flags = rustix::io::fcntl_getfd(&fd).unwrap();
+        assert!(flags.contains(FdFlags::CLOEXEC), "{flags:?}");
+        let seals = rustix::fs::fcntl_get_seals(&fd).unwrap();
+        assert_eq!(
+            seals,
+            SealFlags::SEAL | SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE
+        );
+        let mut file = File::from(fd);
+        assert_eq!(
+            file.metadata().unwrap().permissions().mode() & 0o7777,
+            0o600
+        );
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "-----KEY-----\n");
+        assert!(file.write_all(b"x").is_err());
+        assert!(file.set_len(1).is_err());
+        assert!(file.set_len(100).is_err());
+        assert!(rustix::fs::fcntl_add_seals(&file, SealFlags::FUTURE_WRITE).is_err());
+    }
+}
