@@ -427,6 +427,28 @@ mod tests {
         assert_eq!(start["session"], journal.session());
     }
 
+    /// The driver reads `is_broken` to stop forwarding calls: a journal
+    /// whose write failed says so, from its first record or a later one.
+    #[test]
+    fn a_failed_write_leaves_the_journal_broken() {
+        let flaky = |fail_at| {
+            FlakySink::new(Script {
+                chunk: usize::MAX,
+                fail_at,
+                failure: Failure::Error,
+            })
+            .0
+        };
+        let (journal, started) = WrapJournal::on(Box::new(flaky(Some(0))), clock(), None);
+        assert!(started.is_err());
+        assert!(journal.is_broken(), "the first record failed");
+        let (mut journal, started) = WrapJournal::on(Box::new(flaky(Some(2))), clock(), None);
+        assert!(started.is_ok() && !journal.is_broken());
+        let exited = AuditRecord::UpstreamExited { unanswered: 0 };
+        assert!(journal.record(&exited).is_err());
+        assert!(journal.is_broken(), "a later record failed");
+    }
+
     #[test]
     fn a_record_without_its_kind_is_refused_and_nothing_written() {
         let (sink, tape) = FlakySink::new(Script {
