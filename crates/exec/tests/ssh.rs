@@ -161,6 +161,16 @@ fn reap_leftovers(pids: &[u32]) {
     }
 }
 
+/// One call (`true {text}` with a 30 s deadline) run on a thread of its
+/// own, so the test can watch and stop the client while it runs.
+fn execute_in_background(
+    executor: &SshExecutor,
+) -> std::thread::JoinHandle<portcullis_gateway::Outcome> {
+    let action = action(&["true", "{text}"], "x", 1024, 30_000);
+    let executor = executor.clone();
+    std::thread::spawn(move || executor.execute(&action))
+}
+
 #[test]
 fn shutdown_kills_the_running_client_with_its_group_and_removes_the_private_directory() {
     let pids = tempfile::tempdir().unwrap();
@@ -174,11 +184,7 @@ wait",
         f = pid_file.display()
     ));
     let executor = SshExecutor::with_program(&fake.path).with_file_identity();
-    let action = action(&["true", "{text}"], "x", 1024, 30_000);
-    let call = {
-        let executor = executor.clone();
-        std::thread::spawn(move || executor.execute(&action))
-    };
+    let call = execute_in_background(&executor);
     let started = wait_for_lines(&pid_file, 2, Duration::from_secs(10));
     assert_eq!(executor.running(), 1);
     let scratch = executor.scratch_dir().expect("a private directory");
@@ -228,11 +234,7 @@ fn wait_reaped_waits_for_killed_clients_and_reports_running_ones() {
         f = pid_file.display()
     ));
     let executor = SshExecutor::with_program(&fake.path);
-    let action = action(&["true", "{text}"], "x", 1024, 30_000);
-    let call = {
-        let executor = executor.clone();
-        std::thread::spawn(move || executor.execute(&action))
-    };
+    let call = execute_in_background(&executor);
     let started = wait_for_lines(&pid_file, 1, Duration::from_secs(10));
     assert!(!executor.wait_reaped(Duration::from_millis(20)));
     assert_eq!(executor.running(), 1);
@@ -261,11 +263,7 @@ fn wait_reaped_waits_for_a_client_that_ends_on_its_own() {
         f = pid_file.display()
     ));
     let executor = SshExecutor::with_program(&fake.path);
-    let action = action(&["true", "{text}"], "x", 1024, 30_000);
-    let call = {
-        let executor = executor.clone();
-        std::thread::spawn(move || executor.execute(&action))
-    };
+    let call = execute_in_background(&executor);
     wait_for_lines(&pid_file, 1, Duration::from_secs(10));
     let reaped = executor.wait_reaped(Duration::from_secs(60));
     let running = executor.running();
