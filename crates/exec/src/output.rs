@@ -249,14 +249,25 @@ mod tests {
         }
     }
 
-    /// Hands out `data` in reads of `size` bytes, failing once (not an
+    /// Hands out `data` in reads of 10 bytes, failing once (not an
     /// interruption) when `fail_at` bytes have been handed out.
     struct FailsOnce<'a> {
         data: &'a [u8],
-        size: usize,
         given: usize,
         fail_at: usize,
         failed: bool,
+    }
+
+    impl<'a> FailsOnce<'a> {
+        /// Failing once `fail_at` bytes have been handed out.
+        fn at(data: &'a [u8], fail_at: usize) -> Self {
+            Self {
+                data,
+                given: 0,
+                fail_at,
+                failed: false,
+            }
+        }
     }
 
     impl Read for FailsOnce<'_> {
@@ -265,7 +276,7 @@ mod tests {
                 self.failed = true;
                 return Err(io::Error::other("connection reset"));
             }
-            let n = self.size.min(buf.len()).min(self.data.len());
+            let n = 10.min(buf.len()).min(self.data.len());
             buf[..n].copy_from_slice(&self.data[..n]);
             self.data = &self.data[n..];
             self.given += n;
@@ -280,13 +291,7 @@ mod tests {
     fn a_read_error_ends_the_read_with_what_was_kept() {
         let data: Vec<u8> = (0..100u8).collect();
         for overflow in [Overflow::Stop, Overflow::Drain] {
-            let reader = FailsOnce {
-                data: &data,
-                size: 10,
-                given: 0,
-                fail_at: 30,
-                failed: false,
-            };
+            let reader = FailsOnce::at(&data, 30);
             let (err, kept) = read_capped(reader, 50, overflow).unwrap_err();
             assert_eq!(err.to_string(), "connection reset");
             assert_eq!(
@@ -299,13 +304,7 @@ mod tests {
             );
         }
         // Past the cap: only draining reads on, so only draining sees it.
-        let reader = FailsOnce {
-            data: &data,
-            size: 10,
-            given: 0,
-            fail_at: 36,
-            failed: false,
-        };
+        let reader = FailsOnce::at(&data, 36);
         let (err, kept) = read_capped(reader, 15, Overflow::Drain).unwrap_err();
         assert_eq!(err.to_string(), "connection reset");
         assert_eq!(
@@ -316,13 +315,7 @@ mod tests {
                 discarded: 36 - 15,
             }
         );
-        let reader = FailsOnce {
-            data: &data,
-            size: 10,
-            given: 0,
-            fail_at: 36,
-            failed: false,
-        };
+        let reader = FailsOnce::at(&data, 36);
         let stopped = read_capped(reader, 15, Overflow::Stop).unwrap();
         assert_eq!(stopped.bytes, data[..15]);
         assert_eq!((stopped.truncated, stopped.discarded), (true, 1));
