@@ -50,10 +50,18 @@ pub const REPLAYS: &[(&str, Harness)] = &[
     ("session_memory", crate::memory::session_memory),
 ];
 
-/// The harness called `name` (a fuzz target or a replay-only harness).
+/// Fuzz targets whose replay runs more than one fuzzed execution does: the
+/// input's choices that an execution leaves to a byte (e.g. `wrap_session`'s
+/// session policy) are all taken in turn.
+pub const EXHAUSTIVE_REPLAYS: &[(&str, Harness)] =
+    &[("wrap_session", crate::wrap_harness::wrap_session_both_modes)];
+
+/// The harness that replays inputs of `name` (a fuzz target, in its
+/// exhaustive form when it has one, or a replay-only harness).
 pub fn by_name(name: &str) -> Option<Harness> {
-    TARGETS
+    EXHAUSTIVE_REPLAYS
         .iter()
+        .chain(TARGETS)
         .chain(REPLAYS)
         .find(|(n, _)| *n == name)
         .map(|(_, f)| *f)

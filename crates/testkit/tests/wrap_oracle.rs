@@ -9,14 +9,14 @@
 use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
 use portcullis_testkit::regressions::workspace_root;
-use portcullis_testkit::wrap_harness::{MAX_IN_FLIGHT, Reached, ops, run, wrap_session};
+use portcullis_testkit::wrap_harness::{MAX_IN_FLIGHT, Reached, ops, run, wrap_session_both_modes};
 
-/// The seed `name` through the fuzz target (both policies), then its run
+/// The seed `name` through the harness under both policies, then its run
 /// under `close` with a journal that never fails.
 fn seed(name: &str) -> Reached {
     let path = workspace_root().join("corpus/wrap_session").join(name);
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    wrap_session(&bytes);
+    wrap_session_both_modes(&bytes);
     let ops = ops::ops(&mut Unstructured::new(&bytes)).expect("decodes");
     run(&ops, OnInvalid::Close)
 }

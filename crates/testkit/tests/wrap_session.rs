@@ -10,7 +10,7 @@ use arbitrary::Unstructured;
 use portcullis_gateway::OnInvalid;
 use portcullis_testkit::regressions::workspace_root;
 use portcullis_testkit::wrap_harness::{
-    Reached, journal_fails_at, ops, run, run_with_journal, wrap_session,
+    Reached, journal_fails_at, ops, run, run_with_journal, wrap_session_both_modes,
 };
 
 fn seed_bytes(name: &str) -> Vec<u8> {
@@ -154,7 +154,7 @@ fn a_seed_chooses_where_the_journal_fails() {
         (1, 0, 1),
         "{r:?}"
     );
-    wrap_session(&bytes);
+    wrap_session_both_modes(&bytes);
 }
 
 /// Hundreds of blank and junk upstream lines over two intervals are a

@@ -1,5 +1,5 @@
 //! Tool input schemas compiled once per thread for every session the
-//! harness runs. It runs two sessions per input and thousands of inputs a
+//! harness runs. It runs thousands of sessions a
 //! second over a handful of schemas, and compiling one cost about a tenth
 //! of a session. A compilation is a function of the schema's value, so a
 //! session handed a copy of an earlier compilation of the same value acts
