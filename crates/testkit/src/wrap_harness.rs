@@ -388,7 +388,7 @@ impl Run {
             "{mode:?}: refused client frames counted"
         );
         assert_eq!(
-            counters.forwarded,
+            &counters.forwarded,
             self.oracle.forwarded_requests(),
             "{mode:?}: client requests forwarded counted by method"
         );

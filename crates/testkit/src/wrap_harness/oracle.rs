@@ -262,6 +262,9 @@ pub struct Oracle {
     latest: HashMap<String, Value>,
     /// Client frames already forwarded, by index.
     forwarded: HashSet<usize>,
+    /// The requests among them, by method: what the core's counters must
+    /// say after every step, so kept as they come rather than counted anew.
+    forwarded_by_method: std::collections::BTreeMap<String, u64>,
     /// The journal failed: no call goes up, calls are denied.
     journal_failed: bool,
     /// The client lines written when the wrapper was told: the calls on
@@ -492,17 +495,8 @@ impl Oracle {
     }
 
     /// Client requests that reached the upstream, by method.
-    pub(crate) fn forwarded_requests(&self) -> std::collections::BTreeMap<String, u64> {
-        let mut by_method = std::collections::BTreeMap::new();
-        for index in &self.forwarded {
-            let sent = &self.client_sent[*index];
-            if let (Some(_), Some(method)) =
-                (sent.get("id"), sent.get("method").and_then(Value::as_str))
-            {
-                *by_method.entry(method.to_owned()).or_insert(0) += 1;
-            }
-        }
-        by_method
+    pub(crate) fn forwarded_requests(&self) -> &std::collections::BTreeMap<String, u64> {
+        &self.forwarded_by_method
     }
 
     /// An upstream step begins.
@@ -670,7 +664,7 @@ impl Oracle {
                         show(line)
                     );
                 };
-                let client = self.client_sent[index].clone();
+                let client = &self.client_sent[index];
                 if let Some(invalid) = self.invalid_line {
                     assert!(
                         self.client_sent_lines[index] < invalid,
@@ -679,12 +673,19 @@ impl Oracle {
                         show(line)
                     );
                 }
-                self.forwarded.insert(index);
+                if self.forwarded.insert(index)
+                    && let (Some(_), Some(method)) = (client.get("id"), method)
+                {
+                    *self
+                        .forwarded_by_method
+                        .entry(method.to_owned())
+                        .or_insert(0) += 1;
+                }
                 if let Some(n) = id.and_then(Value::as_i64) {
                     self.flights.went_up(n, client["id"].clone(), self.now);
                 }
                 if method == Some("tools/call") {
-                    self.judge_call(&client, line);
+                    self.judge_call(client, line);
                 }
             }
             (None, Some(id)) => {
@@ -818,7 +819,7 @@ impl Oracle {
             .get("arguments")
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new()));
-        let valid = jsonschema::validator_for(schema).is_ok_and(|v| v.is_valid(&arguments));
+        let valid = accepts(schema, &arguments);
         assert!(
             valid,
             "tools/call {name:?} reached the upstream with arguments outside its schema: {}",
@@ -1147,6 +1148,38 @@ impl Oracle {
 }
 
 /// The tool error every call gets once the journal failed.
+/// Whether `schema`, compiled by `jsonschema` itself, accepts `arguments`
+/// (an uncompilable schema accepts nothing). Compilations of short schemas
+/// are kept on the thread for the sessions that follow: a handful of
+/// schemas come back in every session, and compiling one cost more than
+/// the rest of judging the call.
+fn accepts(schema: &Value, arguments: &Value) -> bool {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    const MAX_KEPT_TEXT: usize = 512;
+    const MAX_KEPT: usize = 16;
+    thread_local! {
+        static KEPT: RefCell<HashMap<String, Option<Rc<jsonschema::Validator>>>> =
+            RefCell::new(HashMap::new());
+    }
+    let text = schema.to_string();
+    if text.len() > MAX_KEPT_TEXT {
+        return jsonschema::validator_for(schema).is_ok_and(|v| v.is_valid(arguments));
+    }
+    let validator = KEPT.with_borrow_mut(|kept| {
+        if let Some(v) = kept.get(&text) {
+            return v.clone();
+        }
+        if kept.len() >= MAX_KEPT {
+            kept.clear();
+        }
+        let v = jsonschema::validator_for(schema).ok().map(Rc::new);
+        kept.insert(text, v.clone());
+        v
+    });
+    validator.is_some_and(|v| v.is_valid(arguments))
+}
+
 fn is_journal_denial(result: &Value) -> bool {
     result.get("isError") == Some(&Value::Bool(true))
         && result
