@@ -131,10 +131,12 @@ pub fn package_configs(sanitizer: Sanitizer) -> Vec<String> {
 /// code), as cargo-fuzz sets them; under AddressSanitizer the sanitizer
 /// itself and debug assertions, as `cargo fuzz build -O
 /// --debug-assertions` gives every crate — memory checks and assertions
-/// stay in the dependencies; only their coverage counters go.
+/// stay in the dependencies; only their coverage counters go. The build
+/// without a sanitizer also links mimalloc (`fuzz/src/lib.rs`), which the
+/// ASan build must not.
 fn global_rustflags(sanitizer: Sanitizer) -> &'static str {
     match sanitizer {
-        Sanitizer::None => "--cfg fuzzing -Ccodegen-units=1",
+        Sanitizer::None => "--cfg fuzzing -Ccodegen-units=1 --cfg portcullis_fast_alloc",
         Sanitizer::Address => {
             "--cfg fuzzing -Ccodegen-units=1 -Zsanitizer=address -Cdebug-assertions"
         }
@@ -267,6 +269,9 @@ mod tests {
         let none = global_rustflags(Sanitizer::None);
         let asan = global_rustflags(Sanitizer::Address);
         assert!(!none.contains("sanitizer"), "{none}");
+        // The fast allocator would hide every heap access from ASan.
+        assert!(none.contains("--cfg portcullis_fast_alloc"), "{none}");
+        assert!(!asan.contains("portcullis_fast_alloc"), "{asan}");
         assert!(asan.contains("-Zsanitizer=address"), "{asan}");
         assert!(asan.contains("-Cdebug-assertions"), "{asan}");
         for flags in [none, asan] {
