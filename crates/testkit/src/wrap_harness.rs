@@ -432,20 +432,45 @@ impl Run {
             AuditRecord::Quarantined { .. }
             | AuditRecord::Dropped { .. }
             | AuditRecord::LateAnswer { .. } => {
-                // Read from the record's JSON, as a journal reader would.
+                // Read from the record's JSON, as a journal reader would, in
+                // one pass over its members.
                 let json = record.to_json();
-                let text = |k: &str| json[k].as_str().unwrap_or_default().to_owned();
-                let number = |k: &str| json[k].as_u64().unwrap_or_default();
-                let (first, last) = if json.get("upstream_line").is_some() {
-                    (number("upstream_line"), number("last_upstream_line"))
+                let (mut kind, mut stage, mut why) = ("", "", "");
+                let [
+                    mut line,
+                    mut last_line,
+                    mut upstream_line,
+                    mut last_upstream_line,
+                ] = [None; 4];
+                let mut count = 0;
+                let mut upstream = false;
+                for (key, value) in json.as_object().into_iter().flatten() {
+                    let text = || value.as_str().unwrap_or_default();
+                    match key.as_str() {
+                        "kind" => kind = text(),
+                        "stage" => stage = text(),
+                        "why" => why = text(),
+                        "line" => line = value.as_u64(),
+                        "last_line" => last_line = value.as_u64(),
+                        "upstream_line" => {
+                            upstream = true;
+                            upstream_line = value.as_u64();
+                        }
+                        "last_upstream_line" => last_upstream_line = value.as_u64(),
+                        "count" => count = value.as_u64().unwrap_or_default(),
+                        _ => {}
+                    }
+                }
+                let (first, last) = if upstream {
+                    (upstream_line, last_upstream_line)
                 } else {
-                    (number("line"), number("last_line"))
+                    (line, last_line)
                 };
                 Some(FloodRecord {
-                    key: format!("{}/{}{}", text("kind"), text("stage"), text("why")),
-                    first,
-                    last,
-                    count: number("count"),
+                    key: format!("{kind}/{stage}{why}"),
+                    first: first.unwrap_or_default(),
+                    last: last.unwrap_or_default(),
+                    count,
                 })
             }
             _ => None,
@@ -657,7 +682,24 @@ fn may_name_tools(line: &[u8]) -> bool {
 }
 
 fn lists_tools(line: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(line).is_ok_and(|v| v["result"]["tools"].is_array())
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+    // Read without building the line's value; a line this shape does not
+    // fit (a `result` or `tools` of another type, a repeated member) is
+    // read whole.
+    #[derive(Deserialize)]
+    struct Answer {
+        result: Option<Listing>,
+    }
+    #[derive(Deserialize)]
+    struct Listing {
+        tools: Option<Vec<IgnoredAny>>,
+    }
+    match serde_json::from_slice::<Answer>(line) {
+        Ok(answer) => answer.result.is_some_and(|r| r.tools.is_some()),
+        Err(_) => serde_json::from_slice::<serde_json::Value>(line)
+            .is_ok_and(|v| v["result"]["tools"].is_array()),
+    }
 }
 
 #[cfg(test)]
@@ -683,6 +725,20 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"to"}]}}"#,
         ] {
             assert!(!may_name_tools(line.as_bytes()), "{line}");
+        }
+        // Shapes the quick reading does not fit are read whole, and judged
+        // as a value: only a `tools` array in a `result` object lists.
+        for (line, lists) in [
+            (r#"{"result":{"tools":[1,"x",{}]},"id":1}"#, true),
+            (r#"{"result":{"tools":[],"tools":[]}}"#, true),
+            (r#"{"result":{"tools":{}}}"#, false),
+            (r#"{"result":{"tools":null}}"#, false),
+            (r#"{"result":"tools"}"#, false),
+            (r#"{"result":null,"tools":[]}"#, false),
+            (r#"{"error":{"tools":[]}}"#, false),
+            (r#"{"result":{"tools":[]}"#, false),
+        ] {
+            assert_eq!(lists_tools(line.as_bytes()), lists, "{line}");
         }
     }
 }

@@ -115,19 +115,28 @@ fn is_message(value: &Value) -> bool {
     let Value::Object(message) = value else {
         return false;
     };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return false;
+    // One pass over the members: each judged by its key.
+    let mut version = false;
+    for (key, member) in message {
+        let ok = match key.as_str() {
+            "jsonrpc" => {
+                version = member.as_str() == Some("2.0");
+                version
+            }
+            "id" => match member {
+                Value::String(_) => true,
+                Value::Number(n) => n.as_i64().is_some_and(|n| n.unsigned_abs() < 1 << 53),
+                _ => false,
+            },
+            "params" => member.is_object(),
+            "method" | "result" | "error" => true,
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
     }
-    let known = ["jsonrpc", "id", "method", "params", "result", "error"];
-    if message.keys().any(|k| !known.contains(&k.as_str())) {
-        return false;
-    }
-    let id_ok = match message.get("id") {
-        None | Some(Value::String(_)) => true,
-        Some(Value::Number(n)) => n.as_i64().is_some_and(|n| n.unsigned_abs() < 1 << 53),
-        Some(_) => false,
-    };
-    id_ok && message.get("params").is_none_or(Value::is_object)
+    version
 }
 
 /// Numbers compared as doubles, so `10` and `1e1` are one value.
@@ -1209,10 +1218,19 @@ fn canonical(value: &Value) -> Vec<u8> {
 }
 
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    const ORDER: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+    // Each member put in its place in one pass over the object, rather than
+    // looked up six times.
+    let mut placed: [Option<&Value>; 6] = [None; 6];
+    for (key, v) in value.as_object().into_iter().flatten() {
+        if let Some(at) = ORDER.iter().position(|k| k == key) {
+            placed[at] = Some(v);
+        }
+    }
     out.clear();
     out.push(b'{');
-    for key in ["jsonrpc", "id", "method", "params", "result", "error"] {
-        if let Some(v) = value.get(key) {
+    for (key, v) in ORDER.iter().zip(placed) {
+        if let Some(v) = v {
             if out.len() > 1 {
                 out.push(b',');
             }
