@@ -165,3 +165,28 @@ fn a_flood_of_upstream_junk_is_a_few_records() {
     assert_eq!(r.counters.quarantined, 4 * 96 + 48, "{r:?}");
     assert!(r.records <= 6, "{r:?}");
 }
+
+/// The fuzz target runs each input under the policy its fourth-last byte
+/// chooses: the seed corpus starts the fuzzer under both, with many seeds
+/// each, so neither policy is left to chance mutations.
+#[test]
+fn the_corpus_seeds_the_fuzzer_under_both_policies() {
+    use portcullis_testkit::wrap_harness::mode_of;
+    let dir = workspace_root().join("corpus/wrap_session");
+    let (mut close, mut keep_open) = (0, 0);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        match mode_of(&bytes) {
+            OnInvalid::Close => close += 1,
+            _ => keep_open += 1,
+        }
+    }
+    assert!(
+        close >= 50 && keep_open >= 50,
+        "{close} seeds fuzzed under close, {keep_open} under keep-open"
+    );
+    // Short inputs close; the byte's low bit chooses otherwise.
+    assert_eq!(mode_of(&[1, 1, 1]), OnInvalid::Close);
+    assert_eq!(mode_of(&[1, 0, 0, 0]), OnInvalid::KeepOpen);
+    assert_eq!(mode_of(&[2, 1, 1, 1]), OnInvalid::Close);
+}
