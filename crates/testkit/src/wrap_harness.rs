@@ -1,8 +1,10 @@
 //! The `wrap_session` harness: arbitrary client bytes interleaved with
 //! arbitrary upstream bytes (from a recording fake upstream that answers
 //! what it received), clock ticks and ends of input, through the sans-IO
-//! wrap core under both session policies. The properties, judged by
-//! [`oracle`] (which shares no code with the core):
+//! wrap core under the session policy the input's fourth-last byte
+//! chooses ([`mode_of`]; the fuzzer steers it like any other byte, and a
+//! replay runs both). The properties, judged by [`oracle`] (which shares no
+//! code with the core):
 //!
 //! - every line the upstream receives is the canonical encoding of a
 //!   client frame valid by the oracle's own reading (ids aside), never
