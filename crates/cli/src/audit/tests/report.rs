@@ -384,3 +384,28 @@ fn a_report_that_cannot_be_written_is_an_error() {
         "{failed:#}"
     );
 }
+
+/// At exactly as many problems as are shown (20, as above) every one is
+/// shown, in the report and on stderr, and neither says there are more.
+#[test]
+fn exactly_as_many_problems_as_are_shown_leaves_none_unsaid() {
+    let shown = 20;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("audit.jsonl");
+    std::fs::write(&path, vec![b'\n'; shown]).expect("write the journal");
+    let v = run_verify(&path, &options(false, None)).expect("a verdict");
+    assert_eq!(v.status, ExitCode::from(1));
+    let report: Vec<&str> = v.stdout.lines().collect();
+    let problems = report
+        .iter()
+        .position(|l| *l == format!("problems: {shown}"))
+        .unwrap_or_else(|| panic!("{shown} problems counted: {}", v.stdout));
+    assert_eq!(report.len(), problems + 1 + shown, "{}", v.stdout);
+    assert_eq!(
+        report.last().copied(),
+        Some(format!("  line {shown}: empty line").as_str())
+    );
+    let said: Vec<&str> = v.stderr.lines().collect();
+    assert_eq!(said.len(), shown, "{}", v.stderr);
+    assert!(!v.stdout.contains("more") && !v.stderr.contains("more"));
+}
